@@ -1,1 +1,123 @@
+//! # accord-kernel: the commitment half of the Work kernel
+//!
+//! Pure, synchronous and deterministic (DESIGN.md, "Components"): the kernel takes records and
+//! the ledger time as arguments and derives state. It does no I/O, reads no clock, draws no
+//! random numbers and knows no wire types; like raft-rs, the caller persists and sends. The
+//! source of every rule is seed 000 ("State machines"); its tables are transcribed as tables
+//! here.
+//!
+//! ## Using it (the node)
+//!
+//! * [`apply`]`(state, record, access, now)`: one [`Record`] against the commitment's derived
+//!   [`Commitment`] (`None` before its `request`). `Ok((next, effects))`: store `next`, act on
+//!   the [`Effect`]s. `Err(`[`Rejection`]`)`: record the record with its rejection; the state is
+//!   unchanged (seed 000, "Operations": "An invalid operation is rejected with a reason and
+//!   recorded").
+//! * [`due_work`]`(state, now)`: the records the Work service party must write now (seed 000,
+//!   "Records written by the Work service"); turn each into a record authored by
+//!   [`Access::service`], sign it and `apply` it.
+//! * [`view`]`(state, now)`: the read model — state or per-item states with summary `mixed`,
+//!   summary category, flags, whose move, assignment axis, revokes, disputes, deferral, links.
+//! * [`Access`] is built from the node's config: who acts for which organisation, which party
+//!   holds which [`Authority`], and the Work service party.
+//!
+//! Replaying the applied records in order, each with the time it was applied at, gives the
+//! same [`Commitment`] (DESIGN.md, "Ledger": "a replay of all records must give the same
+//! projections").
+//!
+//! ## Modules, by seed 000 section
+//!
+//! | module | seed 000 section |
+//! | --- | --- |
+//! | [`state`] | "Commitment" / "States": 13 states, wire names, terminal flags |
+//! | [`record`] | "Operations": the closed list of operations; "Reason codes" |
+//! | [`rules`] | "Operations": the transition table and the role table |
+//! | [`revoke`] | "Revoke requests"; the `dispute` row |
+//! | [`assignment`] | "Assignment": axis and operations; `delegate` / `assign` two-record handovers |
+//! | [`service`] | "Records written by the Work service" |
+//! | [`view`] | "Whose move it is", "Summary category", "Other state axes" |
+//! | [`access`] | "An operation is valid only if … Access authorizes it" |
+//! | [`rejection`] | the machine-readable rejection codes |
+//!
+//! ## Choices where the seed is silent
+//!
+//! * **Line items.** A record's `items` name the items it acts on; empty means every item that
+//!   is still open (every item if none is, so acting on a closed commitment meets
+//!   `terminal_state`). Every item acted on must be in a from-state of one row of the transition
+//!   table. Terms are commitment-wide; a counter or amend must keep the set of item ids.
+//! * **Check order.** existence, Access (`not_authorized`), subject and items, state
+//!   (`terminal_state` / `invalid_state`), role (`wrong_role`), content. A missing authority
+//!   (administrative_close, principal, queue owner) is `wrong_role`: the author holds no role
+//!   the operation needs; `not_authorized` means Access does not let the author act for the
+//!   organisation it claims.
+//! * **Roles.** Candidate obligor = the party offered to plus the queue's candidates, and once
+//!   an obligor is known, the obligor only. Principal = the principal the request names or an
+//!   Access grant. Queue owner = the Access grantees for that queue name, or the declared owner
+//!   when Access grants none. `amend` is the obligee's. `open_condition` is the obligee's or
+//!   obligor's; its opener owns it. `report_consumption` and `acted_upon` are by an executor:
+//!   any party of the obligor's organisation. The Work service party is also the distribution
+//!   policy (`offer`) and writes `admission` declarations.
+//! * **Conditional promise.** Its precondition is an open Condition (category `waiting`; whose
+//!   move: the addressee). `satisfy_condition` by the addressee, or `withdraw_condition` by the
+//!   obligor who set it, naming the promise_conditional in basis, makes it `promised`. Its
+//!   deadline is the validity statement an `expire` rests on.
+//! * **Validity.** The request's `valid_until` is the validity statement of `requested` and
+//!   `countered` items; a promise (of any kind) ends it; an unclaim does not restore it.
+//! * **Revoke requests.** One open at a time (`revoke_pending`); allow/refuse name it in basis;
+//!   it lapses when none of its items is in a state it acts on any more. revoke_request may be
+//!   asked in any open state. An allowed revoke_acceptance keeps `accepted` and returns
+//!   [`Effect::StartReopening`] with the reopening commitment's initial state: the revoked items
+//!   in `requested`, offered to the previous obligor, same obligee/acceptor/terms, linked both
+//!   ways; its id is `Allow.reopening_commitment_id`, or `<id>~reopen~<16 hex of the allow id>`.
+//! * **Dispute** is allowed in any state (it changes none) and needs a reject of this
+//!   commitment or its open revoke_acceptance; each record carries at most one dispute mark.
+//! * **Evidence.** An explicit accept cites `evidence_ref`. The kernel's own evidence is the
+//!   `acted_upon` records (executor acts): the `unevidenced` flag and the "required evidence is
+//!   missing" block of implicit acceptance look at them; a reject clears them.
+//! * **Four-eyes**: the acceptor must differ from the party that stated; an implicit accept is
+//!   made on the acceptor's behalf, so it is blocked when the acceptor is the party that stated.
+//! * **Assignment.** held = an obligor is known; otherwise failed_to_assign once the queue's
+//!   start deadline passed, else offered (a party is offered), else pooled (the queue has
+//!   candidates), else failed_to_assign (no candidate). `claim` needs nobody else holding it
+//!   (`already_held`). `forward` replaces the queue and drops a pending offer when nobody holds
+//!   it; it never moves a held obligation. `reassign` of a held commitment opens a delegate
+//!   offer to the new party (the obligation moves only through delegate); otherwise it offers.
+//! * **Summary category.** triage = request phase and nobody holds it (offered or pooled);
+//!   waiting = any open Condition; active = promised and an executor act is recorded; unknown,
+//!   stale, taken_over and contradiction need executor/external claims the commitment records
+//!   do not carry, so they are never derived here.
+//! * **Whose move** lists every applicable row: the open revoke request, budget exhausted, and
+//!   one row per open state.
+
 #![forbid(unsafe_code)]
+
+pub mod access;
+mod apply;
+pub mod assignment;
+pub mod commitment;
+mod deferral;
+mod marks;
+mod ops;
+pub mod record;
+pub mod rejection;
+pub mod revoke;
+pub mod roles;
+pub mod rules;
+pub mod service;
+pub mod state;
+pub mod view;
+
+pub use access::{Access, Authority, Grant, Members};
+pub use apply::{Effect, Notification, apply};
+pub use assignment::{Assignment, assignment};
+pub use commitment::{Commitment, WHOLE};
+pub use record::{
+    AcceptanceCriterion, AdmissionOutcome, Budget, CancelReason, Condition, DeclineReason,
+    LineItem, NoticeType, Operation, Party, Queue, Record, RecordId, Request, Terms, hex_id,
+};
+pub use rejection::{Rejection, RejectionCode};
+pub use revoke::RevokeKind;
+pub use rules::{Outcome, Role, RuleKey};
+pub use service::{ImplicitBlock, ServiceAction, ServiceKind, due_work};
+pub use state::State;
+pub use view::{Category, Flag, Move, MoveRow, View, view};

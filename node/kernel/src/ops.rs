@@ -1,0 +1,547 @@
+//! The negotiation and delivery operations of seed 000 "Operations": request, promise,
+//! promise_conditional, decline, counter, accept_counter, state, accept, reject, cancel, release,
+//! amend, notice, declare_obsolete, administrative_close. The state and role checks are done by
+//! the tables before these run; here are the required contents and the side effects.
+
+use std::collections::BTreeMap;
+
+use crate::access::Access;
+use crate::apply::{Ctx, Effect, Notification};
+use crate::commitment::{
+    Commitment, CounterVersion, Item, NoticeMark, OpenCondition, QueueState, Statement, Validity,
+    WHOLE,
+};
+use crate::record::{
+    CancelReason, DeclineReason, NoticeType, Operation, Party, Record, Request, Terms,
+};
+use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
+use crate::roles;
+use crate::rules::{Role, RuleKey};
+use crate::service;
+use crate::state::State;
+
+fn party_ok(p: &Party) -> bool {
+    !p.organisation.is_empty() && !p.name.is_empty()
+}
+
+fn check_party(p: &Option<Party>, field: &str) -> Result<(), Rejection> {
+    match p {
+        Some(p) if !party_ok(p) => reject(
+            C::MissingField,
+            format!("{field} needs organisation and name"),
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Validates line item ids: non-empty and unique.
+pub(crate) fn check_terms(terms: &Terms) -> Result<(), Rejection> {
+    ensure(
+        !terms.title.trim().is_empty(),
+        C::MissingField,
+        "terms need a title",
+    )?;
+    let mut seen: Vec<&str> = Vec::new();
+    for li in &terms.items {
+        ensure(
+            !li.id.is_empty(),
+            C::MissingField,
+            "a line item needs an id",
+        )?;
+        ensure(
+            !seen.contains(&li.id.as_str()),
+            C::DuplicateItem,
+            format!("line item {:?} twice", li.id),
+        )?;
+        seen.push(&li.id);
+    }
+    Ok(())
+}
+
+/// New terms (counter, amend) must keep the set of line item ids.
+fn check_same_items(c: &Commitment, terms: &Terms) -> Result<(), Rejection> {
+    check_terms(terms)?;
+    let same = if c.has_line_items() {
+        terms.items.len() == c.items.len()
+            && terms.items.iter().all(|li| c.items.contains_key(&li.id))
+    } else {
+        terms.items.is_empty()
+    };
+    ensure(
+        same,
+        C::ItemSetChanged,
+        "new terms must keep the line item ids",
+    )
+}
+
+fn adopt_terms(next: &mut Commitment, terms: Terms, version: crate::record::RecordId) {
+    for li in &terms.items {
+        if let Some(item) = next.items.get_mut(&li.id) {
+            item.description = li.description.clone();
+        }
+    }
+    next.terms = terms;
+    next.terms_version = version;
+    next.version += 1;
+}
+
+/// request: creates the commitment in `requested` ("Minimum fields": a commitment id and a
+/// titled terms; line item ids unique).
+pub(crate) fn create(
+    r: &Record,
+    req: &Request,
+    access: &Access,
+    now: i64,
+) -> Result<(Commitment, Vec<Effect>), Rejection> {
+    ensure(
+        access.acts_for(&r.author),
+        C::NotAuthorized,
+        format!("{} does not act for {:?}", r.author, r.author.organisation),
+    )?;
+    let obligee = req.obligee.clone().unwrap_or_else(|| r.author.clone());
+    ensure(
+        obligee == r.author || obligee.organisation == r.author.organisation,
+        C::WrongRole,
+        format!(
+            "request needs {:?}: the obligee or someone on its behalf",
+            crate::rules::REQUEST_ROLES
+        ),
+    )?;
+    ensure(
+        !r.commitment.is_empty(),
+        C::MissingField,
+        "a request names the commitment id",
+    )?;
+    ensure(
+        r.items.is_empty(),
+        C::ItemMismatch,
+        "a request creates every item; it names none",
+    )?;
+    check_terms(&req.terms)?;
+    for (p, f) in [
+        (&req.obligee, "obligee"),
+        (&req.candidate, "candidate"),
+        (&req.acceptor, "acceptor"),
+        (&req.accountable, "accountable"),
+        (&req.principal, "principal"),
+    ] {
+        check_party(p, f)?;
+    }
+    if let Some(q) = &req.queue {
+        ensure(!q.name.is_empty(), C::MissingField, "a queue needs a name")?;
+    }
+    if req.implicit_acceptance_window_ms.is_some_and(|w| w <= 0) {
+        return reject(
+            C::Malformed,
+            "the implicit acceptance window must be positive",
+        );
+    }
+    let validity = req.valid_until.map(|until| Validity {
+        record: r.id,
+        until,
+    });
+    let item = |description: String| Item {
+        description,
+        state: State::Requested,
+        validity,
+        statement: None,
+        accepted_implicitly: false,
+    };
+    let items: BTreeMap<String, Item> = if req.terms.items.is_empty() {
+        [(WHOLE.to_string(), item(req.terms.description.clone()))].into()
+    } else {
+        req.terms
+            .items
+            .iter()
+            .map(|li| (li.id.clone(), item(li.description.clone())))
+            .collect()
+    };
+    let c = Commitment {
+        id: r.commitment.clone(),
+        created_at: now,
+        updated_at: now,
+        origin: r.id,
+        obligee,
+        acceptor: req.acceptor.clone(),
+        accountable: req.accountable.clone(),
+        principal: req.principal.clone(),
+        obligor: None,
+        offered_to: req.candidate.clone(),
+        nominees: Vec::new(),
+        terms: req.terms.clone(),
+        terms_version: r.id,
+        version: 1,
+        counter: None,
+        acceptance: req.acceptance,
+        implicit_window_ms: req.implicit_acceptance_window_ms,
+        items,
+        queue: req.queue.clone().map(|queue| QueueState {
+            queue,
+            declared_by: r.id,
+        }),
+        claim: None,
+        forward_count: 0,
+        delegate_offer: None,
+        assign_offer: None,
+        deferral: None,
+        revoke: None,
+        rejects: Vec::new(),
+        disputes: Vec::new(),
+        conditions: Vec::new(),
+        notices: Vec::new(),
+        consumed: 0,
+        evidence: Vec::new(),
+        admissions: Vec::new(),
+        reopens: None,
+        reopened_by: Vec::new(),
+        history: vec![r.id],
+    };
+    Ok((c, Vec::new()))
+}
+
+/// The obligor becomes the author; the items promised are no longer expirable.
+pub(crate) fn become_obligor(ctx: &Ctx, targets: &[String], next: &mut Commitment) {
+    if next.obligor.is_none() {
+        next.obligor = Some(ctx.r.author.clone());
+    }
+    for t in targets {
+        if let Some(item) = next.items.get_mut(t) {
+            item.validity = None;
+        }
+    }
+}
+
+pub(crate) fn promise(
+    ctx: &Ctx,
+    targets: &[String],
+    next: &mut Commitment,
+) -> Result<(), Rejection> {
+    become_obligor(ctx, targets, next);
+    Ok(())
+}
+
+pub(crate) fn promise_conditional(
+    ctx: &Ctx,
+    targets: &[String],
+    next: &mut Commitment,
+) -> Result<(), Rejection> {
+    let Operation::PromiseConditional {
+        condition,
+        deadline,
+    } = &ctx.r.op
+    else {
+        unreachable!()
+    };
+    ensure(
+        !condition.description.trim().is_empty()
+            && condition.addressed_to.as_ref().is_some_and(party_ok),
+        C::MissingCondition,
+        "promise_conditional needs a Condition with a description and an addressee",
+    )?;
+    let Some(deadline) = *deadline else {
+        return reject(
+            C::MissingDeadline,
+            "promise_conditional needs the precondition's deadline",
+        );
+    };
+    ensure(
+        deadline > ctx.now,
+        C::InvalidDeadline,
+        "the deadline must be in the future",
+    )?;
+    become_obligor(ctx, targets, next);
+    for t in targets {
+        if let Some(item) = next.items.get_mut(t) {
+            item.validity = Some(Validity {
+                record: ctx.r.id,
+                until: deadline,
+            });
+        }
+    }
+    next.conditions.push(OpenCondition {
+        record: ctx.r.id,
+        owner: ctx.r.author.clone(),
+        condition: condition.clone(),
+        precondition_items: targets.to_vec(),
+    });
+    Ok(())
+}
+
+pub(crate) fn decline(ctx: &Ctx) -> Result<(), Rejection> {
+    let Operation::Decline { reason, .. } = &ctx.r.op else {
+        unreachable!()
+    };
+    match reason {
+        DeclineReason::Unspecified => reject(C::MissingReason, "decline needs a reason code"),
+        DeclineReason::Unknown(n) => reject(C::UnknownReasonCode, format!("decline reason {n}")),
+        _ => Ok(()),
+    }
+}
+
+pub(crate) fn cancel(ctx: &Ctx) -> Result<(), Rejection> {
+    let Operation::Cancel { reason, .. } = &ctx.r.op else {
+        unreachable!()
+    };
+    match reason {
+        CancelReason::Unspecified => reject(C::MissingReason, "cancel needs a reason code"),
+        CancelReason::Unknown(n) => reject(C::UnknownReasonCode, format!("cancel reason {n}")),
+        _ => Ok(()),
+    }
+}
+
+/// counter: the candidate's counter (from requested) becomes the current counter version; the
+/// obligee's counter (from countered) becomes the new offer version.
+pub(crate) fn counter(
+    ctx: &Ctx,
+    targets: &[String],
+    next: &mut Commitment,
+) -> Result<(), Rejection> {
+    let Operation::Counter { terms } = &ctx.r.op else {
+        unreachable!()
+    };
+    let Some(terms) = terms else {
+        return reject(C::MissingTerms, "counter needs changed terms");
+    };
+    check_same_items(ctx.c, terms)?;
+    let from = ctx.c.items[&targets[0]].state;
+    let current = match (&ctx.c.counter, from) {
+        (Some(cv), State::Countered) => &cv.terms,
+        _ => &ctx.c.terms,
+    };
+    ensure(
+        terms != current,
+        C::UnchangedTerms,
+        "a counter must change the terms",
+    )?;
+    if from == State::Requested {
+        next.counter = Some(CounterVersion {
+            record: ctx.r.id,
+            by: ctx.r.author.clone(),
+            terms: terms.clone(),
+        });
+    } else {
+        next.counter = None;
+        adopt_terms(next, terms.clone(), ctx.r.id);
+    }
+    Ok(())
+}
+
+/// accept_counter: the digest must name the current counter version; its terms and author
+/// become the commitment's.
+pub(crate) fn accept_counter(
+    ctx: &Ctx,
+    targets: &[String],
+    next: &mut Commitment,
+) -> Result<(), Rejection> {
+    let Operation::AcceptCounter { counter_digest } = &ctx.r.op else {
+        unreachable!()
+    };
+    let Some(digest) = counter_digest else {
+        return reject(
+            C::MissingDigest,
+            "accept_counter needs the counter's digest",
+        );
+    };
+    let Some(cv) = ctx.c.counter.as_ref().filter(|cv| cv.record == *digest) else {
+        return reject(
+            C::StaleCounterDigest,
+            "the digest is not the current counter version",
+        );
+    };
+    adopt_terms(next, cv.terms.clone(), cv.record);
+    next.counter = None;
+    next.obligor = Some(cv.by.clone());
+    for t in targets {
+        if let Some(item) = next.items.get_mut(t) {
+            item.validity = None;
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn state(ctx: &Ctx, targets: &[String], next: &mut Commitment) -> Result<(), Rejection> {
+    let Operation::State { fulfillment_refs } = &ctx.r.op else {
+        unreachable!()
+    };
+    ensure(
+        !fulfillment_refs.is_empty() && fulfillment_refs.iter().all(|f| !f.trim().is_empty()),
+        C::MissingFulfillmentRefs,
+        "state needs fulfilment references",
+    )?;
+    for t in targets {
+        if let Some(item) = next.items.get_mut(t) {
+            item.statement = Some(Statement {
+                record: ctx.r.id,
+                by: ctx.r.author.clone(),
+                at: ctx.now,
+                refs: fulfillment_refs.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// accept: explicit by the acceptor (evidence, four-eyes, step-up as the criterion says), or
+/// implicit by the Work service party (see [`service`]).
+pub(crate) fn accept(
+    ctx: &Ctx,
+    targets: &[String],
+    next: &mut Commitment,
+) -> Result<(), Rejection> {
+    let Operation::Accept {
+        evidence_ref,
+        implicit,
+        step_up,
+    } = &ctx.r.op
+    else {
+        unreachable!()
+    };
+    if *implicit {
+        ensure(
+            ctx.r.author == ctx.access.service,
+            C::WrongRole,
+            "only the Work service party writes an implicit accept",
+        )?;
+        service::check_implicit_accept(ctx, targets)?;
+    } else {
+        ensure(
+            roles::holds(ctx, Role::Acceptor),
+            C::WrongRole,
+            "the Work service party accepts only implicitly",
+        )?;
+        let crit = ctx.c.acceptance;
+        ensure(
+            !crit.requires_evidence || !evidence_ref.trim().is_empty(),
+            C::MissingEvidence,
+            "the acceptance criterion requires an evidence reference",
+        )?;
+        ensure(
+            !crit.four_eyes
+                || targets.iter().all(|t| {
+                    ctx.c.items[t]
+                        .statement
+                        .as_ref()
+                        .is_none_or(|s| s.by != ctx.r.author)
+                }),
+            C::FourEyes,
+            "four-eyes: the acceptor stated fulfilment",
+        )?;
+        ensure(
+            !crit.step_up || *step_up,
+            C::StepUpRequired,
+            "step-up is required to accept",
+        )?;
+    }
+    for t in targets {
+        if let Some(item) = next.items.get_mut(t) {
+            item.accepted_implicitly = *implicit;
+        }
+    }
+    Ok(())
+}
+
+/// reject: back to promised; the reject becomes disputable; the evidence gathered so far is
+/// cleared (it did not convince the acceptor).
+pub(crate) fn reject_statement(
+    ctx: &Ctx,
+    targets: &[String],
+    next: &mut Commitment,
+) -> Result<(), Rejection> {
+    let Operation::Reject { reason } = &ctx.r.op else {
+        unreachable!()
+    };
+    ensure(
+        !reason.trim().is_empty(),
+        C::MissingReason,
+        "reject needs a reason",
+    )?;
+    for t in targets {
+        if let Some(item) = next.items.get_mut(t) {
+            item.statement = None;
+        }
+    }
+    next.rejects.push(ctx.r.id);
+    next.evidence.clear();
+    Ok(())
+}
+
+/// release, amend, notice, declare_obsolete, administrative_close.
+pub(crate) fn closing_and_notes(
+    ctx: &Ctx,
+    key: RuleKey,
+    next: &mut Commitment,
+    fx: &mut Vec<Effect>,
+) -> Result<(), Rejection> {
+    let others = || -> Vec<Party> {
+        ctx.c
+            .parties()
+            .into_iter()
+            .filter(|p| *p != ctx.r.author)
+            .collect()
+    };
+    match (&ctx.r.op, key) {
+        (Operation::Release { .. }, RuleKey::Release) => Ok(()),
+        (Operation::Amend { supersedes, terms }, RuleKey::Amend) => {
+            let Some(supersedes) = supersedes else {
+                return reject(C::MissingSupersedes, "amend needs supersedes");
+            };
+            ensure(
+                *supersedes == ctx.c.terms_version,
+                C::StaleVersion,
+                "supersedes must name the current version",
+            )?;
+            let Some(terms) = terms else {
+                return reject(C::MissingTerms, "amend needs terms");
+            };
+            check_same_items(ctx.c, terms)?;
+            adopt_terms(next, terms.clone(), ctx.r.id);
+            Ok(())
+        }
+        (Operation::Notice { notice_type, text }, RuleKey::Notice) => {
+            match notice_type {
+                NoticeType::Unspecified => {
+                    return reject(C::MissingNoticeType, "notice needs a notice_type");
+                }
+                NoticeType::Unknown(n) => {
+                    return reject(C::UnknownNoticeType, format!("notice type {n}"));
+                }
+                _ => {}
+            }
+            next.notices.push(NoticeMark {
+                record: ctx.r.id,
+                by: ctx.r.author.clone(),
+                notice_type: *notice_type,
+                text: text.clone(),
+                at: ctx.now,
+            });
+            fx.push(Effect::Notify {
+                to: others(),
+                about: Notification::Notice {
+                    notice_type: *notice_type,
+                    text: text.clone(),
+                },
+            });
+            Ok(())
+        }
+        (Operation::DeclareObsolete { parent_ref }, RuleKey::DeclareObsolete) => ensure(
+            !parent_ref.trim().is_empty(),
+            C::MissingParentRef,
+            "declare_obsolete needs the parent reference",
+        ),
+        (Operation::AdministrativeClose { reason }, RuleKey::AdministrativeClose) => {
+            ensure(
+                !reason.trim().is_empty(),
+                C::MissingReason,
+                "administrative_close needs a reason",
+            )?;
+            fx.push(Effect::Notify {
+                to: others(),
+                about: Notification::AdministrativelyClosed {
+                    reason: reason.clone(),
+                },
+            });
+            Ok(())
+        }
+        _ => unreachable!("closing_and_notes on {}", key.name()),
+    }
+}

@@ -1,0 +1,567 @@
+//! Records and operations: the kernel's own form of `accord.record.v1.Record` (seed 000,
+//! "Operations"). The node converts the protobuf form into these types at its edge; the kernel
+//! knows no generated types.
+//!
+//! Conversion conventions for the node: an empty `PartyRef` becomes `None`; a `0` time or length
+//! becomes `None`; a missing `Terms` becomes `Terms::default()`; an empty digest or reference
+//! (`bytes`) becomes `None`, and one that is not 32 bytes long is rejected by the node with
+//! [`RejectionCode::Malformed`](crate::RejectionCode::Malformed). Enum numbers are carried as
+//! read (`from_wire`), so the kernel itself tells a missing code from an unknown one.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::revoke::RevokeKind;
+
+/// A record id: SHA-256 of the record's signed bytes (DESIGN.md, "Records and signing").
+pub type RecordId = [u8; 32];
+
+/// A party: a person or system acting for one organisation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Party {
+    /// The organisation the party acts for (the federation peer name).
+    pub organisation: String,
+    /// The party's name inside its organisation.
+    pub name: String,
+}
+
+impl Party {
+    /// A party `name` acting for `organisation`.
+    pub fn new(organisation: impl Into<String>, name: impl Into<String>) -> Self {
+        Party {
+            organisation: organisation.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for Party {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.organisation, self.name)
+    }
+}
+
+/// One record as the kernel sees it: an authenticated author, the commitment it acts on, the
+/// records it rests on, the line items it acts on, and the operation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// The record's id (SHA-256 of its signed bytes).
+    pub id: RecordId,
+    /// The author, as authenticated by the node (signature key -> party).
+    pub author: Party,
+    /// The commitment id this record acts on.
+    pub commitment: String,
+    /// Record ids this record rests on.
+    pub basis: Vec<RecordId>,
+    /// Line items acted on; empty = every item that is still open (or every item, if none is).
+    pub items: Vec<String>,
+    /// The operation.
+    pub op: Operation,
+}
+
+/// The terms of a commitment. A counter or an amend carries a whole new `Terms`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Terms {
+    /// Short human title (required on a request).
+    pub title: String,
+    /// What is to be done.
+    pub description: String,
+    /// Due date (Unix ms); missing it raises the `overdue` flag, never a state change.
+    pub due: Option<i64>,
+    /// Line items; each derives its own state. Empty = a single-item commitment.
+    pub items: Vec<LineItem>,
+    /// Optional budget.
+    pub budget: Option<Budget>,
+    /// Free-form parameters bound to the terms.
+    pub parameters: BTreeMap<String, String>,
+}
+
+/// One line item.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineItem {
+    /// Item id, unique within the commitment.
+    pub id: String,
+    /// What the item is.
+    pub description: String,
+}
+
+/// A budget; once the consumption reported reaches `amount`, the move is the accountable party's.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budget {
+    /// The amount available.
+    pub amount: u64,
+    /// The unit.
+    pub unit: String,
+}
+
+/// How delivery is accepted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcceptanceCriterion {
+    /// Acceptance must cite an evidence reference.
+    pub requires_evidence: bool,
+    /// Four-eyes rule: the acceptor must differ from the party that stated fulfilment.
+    pub four_eyes: bool,
+    /// Step-up authentication is required to accept.
+    pub step_up: bool,
+}
+
+/// A queue a pooled commitment waits in.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Queue {
+    /// Queue name (required).
+    pub name: String,
+    /// The declared queue owner.
+    pub owner: Option<Party>,
+    /// The candidate set: parties that may claim.
+    pub candidates: Vec<Party>,
+    /// Ownership lease length after a claim, in ms.
+    pub lease_ms: Option<i64>,
+    /// When a lease ends: true = return to the pool (the Work service party writes unclaim).
+    pub return_to_pool_on_lease_end: bool,
+    /// If nobody holds the commitment by then, assignment becomes `failed_to_assign`.
+    pub start_deadline: Option<i64>,
+}
+
+/// A Condition (seed 000, "Conditions and gates").
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Condition {
+    /// What must hold (required).
+    pub description: String,
+    /// The party the condition is addressed to (required).
+    pub addressed_to: Option<Party>,
+}
+
+/// `request`: the obligee (or someone on its behalf) asks for a commitment.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    /// The obligee; `None` = the author.
+    pub obligee: Option<Party>,
+    /// The candidate obligor, when the request is addressed to one party.
+    pub candidate: Option<Party>,
+    /// The queue, when the request is pooled.
+    pub queue: Option<Queue>,
+    /// The acceptor; `None` = the obligee (follows an assign).
+    pub acceptor: Option<Party>,
+    /// The accountable party; `None` = the obligee (follows an assign).
+    pub accountable: Option<Party>,
+    /// A principal who may declare the commitment obsolete.
+    pub principal: Option<Party>,
+    /// The terms.
+    pub terms: Terms,
+    /// Validity statement: the Work service party expires the request after this time.
+    pub valid_until: Option<i64>,
+    /// How delivery is accepted.
+    pub acceptance: AcceptanceCriterion,
+    /// Implicit acceptance window after `state`, in ms.
+    pub implicit_acceptance_window_ms: Option<i64>,
+}
+
+macro_rules! wire_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $num:literal => $wire:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name {
+            /// Wire value 0: not given.
+            Unspecified,
+            $($(#[$vdoc])* $variant,)+
+            /// A number outside the closed list.
+            Unknown(i32),
+        }
+
+        impl $name {
+            /// Every value of the closed list, in wire order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// From the protobuf enum number.
+            pub fn from_wire(n: i32) -> Self {
+                match n {
+                    0 => $name::Unspecified,
+                    $($num => $name::$variant,)+
+                    other => $name::Unknown(other),
+                }
+            }
+
+            /// The protobuf enum number.
+            pub fn to_wire(self) -> i32 {
+                match self {
+                    $name::Unspecified => 0,
+                    $($name::$variant => $num,)+
+                    $name::Unknown(n) => n,
+                }
+            }
+
+            /// The seed's snake_case name; `None` for unspecified or unknown values.
+            pub fn wire_name(self) -> Option<&'static str> {
+                match self {
+                    $($name::$variant => Some($wire),)+
+                    _ => None,
+                }
+            }
+
+            /// From the seed's snake_case name.
+            pub fn from_wire_name(s: &str) -> Option<Self> {
+                match s {
+                    $($wire => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+wire_enum!(
+    /// Decline reasons (seed 000, "Reason codes").
+    DeclineReason {
+        /// no_capacity
+        NoCapacity = 1 => "no_capacity",
+        /// no_authority
+        NoAuthority = 2 => "no_authority",
+        /// out_of_scope
+        OutOfScope = 3 => "out_of_scope",
+        /// missing_information
+        MissingInformation = 4 => "missing_information",
+        /// unacceptable_terms
+        UnacceptableTerms = 5 => "unacceptable_terms",
+        /// other
+        Other = 6 => "other",
+    }
+);
+
+wire_enum!(
+    /// Cancel reasons (seed 000, "Reason codes").
+    CancelReason {
+        /// cannot_complete
+        CannotComplete = 1 => "cannot_complete",
+        /// failed
+        Failed = 2 => "failed",
+        /// abandoned
+        Abandoned = 3 => "abandoned",
+        /// other
+        Other = 4 => "other",
+    }
+);
+
+wire_enum!(
+    /// Notice types (seed 000, "Reason codes").
+    NoticeType {
+        /// at_risk
+        AtRisk = 1 => "at_risk",
+        /// cannot_complete
+        CannotComplete = 2 => "cannot_complete",
+        /// obsolete_suggested
+        ObsoleteSuggested = 3 => "obsolete_suggested",
+    }
+);
+
+wire_enum!(
+    /// Federation admission outcomes (seed 000, "Federation admission").
+    AdmissionOutcome {
+        /// admitted
+        Admitted = 1 => "admitted",
+        /// quarantined
+        Quarantined = 2 => "quarantined",
+        /// rejected
+        Rejected = 3 => "rejected",
+    }
+);
+
+/// The closed list of operations (seed 000, "Operations" and "Assignment"; record.proto's
+/// `oneof operation`). `delegate` and `assign` are two records each, so they are two variants each.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    /// Creates the commitment.
+    Request(Box<Request>),
+    /// The candidate obligor promises.
+    Promise,
+    /// A promise under a precondition with a deadline.
+    PromiseConditional {
+        /// The precondition.
+        condition: Condition,
+        /// Its deadline; also the validity statement of the conditional promise.
+        deadline: Option<i64>,
+    },
+    /// The candidate obligor declines.
+    Decline {
+        /// Required reason code.
+        reason: DeclineReason,
+        /// Optional text.
+        text: String,
+    },
+    /// Changed terms.
+    Counter {
+        /// The whole new terms.
+        terms: Option<Terms>,
+    },
+    /// The obligee accepts the current counter version.
+    AcceptCounter {
+        /// The id of the counter record accepted.
+        counter_digest: Option<RecordId>,
+    },
+    /// The obligor states fulfilment.
+    State {
+        /// Fulfilment references (at least one).
+        fulfillment_refs: Vec<String>,
+    },
+    /// The acceptor (or, marked implicit, the Work service party) accepts.
+    Accept {
+        /// Evidence reference.
+        evidence_ref: String,
+        /// True only on the Work service party's implicit accept.
+        implicit: bool,
+        /// The author passed step-up authentication.
+        step_up: bool,
+    },
+    /// The acceptor rejects the statement.
+    Reject {
+        /// Required reason.
+        reason: String,
+    },
+    /// The obligor cancels.
+    Cancel {
+        /// Required reason code.
+        reason: CancelReason,
+        /// Optional text.
+        text: String,
+    },
+    /// The obligee releases the obligor.
+    Release {
+        /// Optional reason.
+        reason: String,
+    },
+    /// delegate, first record: the obligor's offer.
+    DelegateOffer {
+        /// The proposed new obligor.
+        to: Option<Party>,
+        /// Required handover note.
+        handover_note: String,
+    },
+    /// delegate, second record: the new obligor's acceptance.
+    DelegateAcceptance {
+        /// The offer accepted.
+        offer_id: Option<RecordId>,
+    },
+    /// assign, first record: the obligee's offer.
+    AssignOffer {
+        /// The proposed new obligee.
+        to: Option<Party>,
+    },
+    /// assign, second record: the new obligee's acceptance.
+    AssignAcceptance {
+        /// The offer accepted.
+        offer_id: Option<RecordId>,
+    },
+    /// The obligor disputes a reject or an open revoke_acceptance.
+    Dispute {
+        /// The disputed record.
+        disputed_record: Option<RecordId>,
+        /// Required reason.
+        reason: String,
+    },
+    /// Defers the commitment.
+    Defer {
+        /// Required reason.
+        reason: String,
+        /// Optional return date.
+        return_at: Option<i64>,
+        /// Optional return event.
+        return_event: String,
+    },
+    /// Closes an open defer (named in basis).
+    Resume {
+        /// The return event that occurred, if resuming on one.
+        event: String,
+    },
+    /// Asks to revoke the request.
+    RevokeRequest {
+        /// Required reason.
+        reason: String,
+    },
+    /// Asks to revoke the promise.
+    RevokePromise {
+        /// Required reason.
+        reason: String,
+    },
+    /// Asks to revoke the statement.
+    RevokeStatement {
+        /// Required reason.
+        reason: String,
+    },
+    /// Asks to revoke the acceptance.
+    RevokeAcceptance {
+        /// Required reason.
+        reason: String,
+    },
+    /// Allows the open revoke request named in basis.
+    Allow {
+        /// Optional reason.
+        reason: String,
+        /// For revoke_acceptance: the reopening commitment's id (derived if empty).
+        reopening_commitment_id: String,
+    },
+    /// Refuses the open revoke request named in basis.
+    Refuse {
+        /// Required reason.
+        reason: String,
+    },
+    /// A new version of the terms.
+    Amend {
+        /// The version superseded (required).
+        supersedes: Option<RecordId>,
+        /// The new terms.
+        terms: Option<Terms>,
+    },
+    /// Attention and notification, no state change.
+    Notice {
+        /// Required notice type.
+        notice_type: NoticeType,
+        /// Optional text.
+        text: String,
+    },
+    /// The parent aim or commitment went away.
+    DeclareObsolete {
+        /// Required reference to the parent.
+        parent_ref: String,
+    },
+    /// Written by the Work service party on a due validity statement.
+    Expire,
+    /// By a party with that authority in Access.
+    AdministrativeClose {
+        /// Required reason.
+        reason: String,
+    },
+    /// A party in the candidate set claims the commitment.
+    Claim,
+    /// Returns the commitment to the pool.
+    Unclaim {
+        /// Optional reason.
+        reason: String,
+    },
+    /// Moves the commitment to another queue.
+    Forward {
+        /// The new queue.
+        to: Option<Queue>,
+    },
+    /// Proposes a candidate.
+    Nominate {
+        /// The nominee.
+        candidate: Option<Party>,
+    },
+    /// Offers the commitment to a specific party.
+    Offer {
+        /// The party offered to.
+        to: Option<Party>,
+    },
+    /// An offer opens to a new party.
+    Reassign {
+        /// The new party.
+        to: Option<Party>,
+    },
+    /// The obligor extends its lease.
+    RenewLease {
+        /// New lease length from now; `None` = the queue's lease length.
+        lease_ms: Option<i64>,
+    },
+    /// Opens a Condition on the commitment.
+    OpenCondition {
+        /// The condition.
+        condition: Condition,
+    },
+    /// The Condition owner withdraws the condition named in basis.
+    WithdrawCondition,
+    /// The addressed party satisfies the condition named in basis.
+    SatisfyCondition,
+    /// Consumption reported against the budget.
+    ReportConsumption {
+        /// Amount consumed by this report.
+        amount: u64,
+    },
+    /// The local admission declaration about a peer's record.
+    Admission {
+        /// The peer record's id.
+        record_id: Option<RecordId>,
+        /// The peer it came from.
+        peer: String,
+        /// The outcome.
+        outcome: AdmissionOutcome,
+        /// Reason code for quarantined or rejected.
+        code: String,
+        /// For a quarantine that closes: the admission record that opened it.
+        closes: Option<RecordId>,
+    },
+    /// An executor reports an Act based on a record.
+    ActedUpon {
+        /// The record acted on.
+        record_id: Option<RecordId>,
+        /// What was done.
+        act: String,
+    },
+}
+
+impl Operation {
+    /// The seed's wire name (the `oneof` field name in record.proto).
+    pub fn wire_name(&self) -> &'static str {
+        use Operation::*;
+        match self {
+            Request(_) => "request",
+            Promise => "promise",
+            PromiseConditional { .. } => "promise_conditional",
+            Decline { .. } => "decline",
+            Counter { .. } => "counter",
+            AcceptCounter { .. } => "accept_counter",
+            State { .. } => "state",
+            Accept { .. } => "accept",
+            Reject { .. } => "reject",
+            Cancel { .. } => "cancel",
+            Release { .. } => "release",
+            DelegateOffer { .. } | DelegateAcceptance { .. } => "delegate",
+            AssignOffer { .. } | AssignAcceptance { .. } => "assign",
+            Dispute { .. } => "dispute",
+            Defer { .. } => "defer",
+            Resume { .. } => "resume",
+            RevokeRequest { .. } => RevokeKind::Request.wire_name(),
+            RevokePromise { .. } => RevokeKind::Promise.wire_name(),
+            RevokeStatement { .. } => RevokeKind::Statement.wire_name(),
+            RevokeAcceptance { .. } => RevokeKind::Acceptance.wire_name(),
+            Allow { .. } => "allow",
+            Refuse { .. } => "refuse",
+            Amend { .. } => "amend",
+            Notice { .. } => "notice",
+            DeclareObsolete { .. } => "declare_obsolete",
+            Expire => "expire",
+            AdministrativeClose { .. } => "administrative_close",
+            Claim => "claim",
+            Unclaim { .. } => "unclaim",
+            Forward { .. } => "forward",
+            Nominate { .. } => "nominate",
+            Offer { .. } => "offer",
+            Reassign { .. } => "reassign",
+            RenewLease { .. } => "renew_lease",
+            OpenCondition { .. } => "open_condition",
+            WithdrawCondition => "withdraw_condition",
+            SatisfyCondition => "satisfy_condition",
+            ReportConsumption { .. } => "report_consumption",
+            Admission { .. } => "admission",
+            ActedUpon { .. } => "acted_upon",
+        }
+    }
+
+    /// The declaration type URI (seed 000: `https://suiss.app/ns/work/declaration/<wire name>`).
+    pub fn declaration_type(&self) -> String {
+        format!("https://suiss.app/ns/work/declaration/{}", self.wire_name())
+    }
+}
+
+/// Lower-case hex of a record id (for details and derived ids).
+pub fn hex_id(id: &RecordId) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(64);
+    for b in id {
+        s.push(HEX[(b >> 4) as usize] as char);
+        s.push(HEX[(b & 0x0f) as usize] as char);
+    }
+    s
+}

@@ -1,0 +1,331 @@
+//! Records written by the Work service party (seed 000, "Records written by the Work service"):
+//! [`due_work`] says what it must write now, and `apply` accepts those records only from the Work
+//! service party, only on the right basis, and only when due.
+//!
+//! | Record | Written when | Rests on (basis) |
+//! | --- | --- | --- |
+//! | expire | a validity statement's time passed and the items are still expirable | the request (`valid_until`) or the promise_conditional (its deadline) |
+//! | accept, `implicit` | the implicit acceptance window after `state` ended with no explicit answer | the record holding the obligee's implicit acceptance terms (the commitment's origin), and the `state` |
+//! | resume | a dated deferral reached its return date (or the service names its return event) | the defer |
+//! | unclaim | the claim's lease ended and the queue says return to the pool | the record that declared the queue |
+//!
+//! Implicit acceptance is never written (and rejected if written) when required evidence is
+//! missing (the criterion requires evidence and no executor act, `acted_upon`, is recorded), when
+//! the four-eyes rule blocks it (the criterion has four-eyes and the acceptor, on whose behalf the
+//! implicit accept is made, is the party that stated), or when step-up is required.
+
+use serde::{Deserialize, Serialize};
+
+use crate::apply::Ctx;
+use crate::commitment::{Commitment, Deferral, Statement};
+use crate::record::{Operation, Party, Record, RecordId, hex_id};
+use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
+use crate::state::{State, StateSet};
+
+/// Which Work service record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServiceKind {
+    /// expire
+    Expire,
+    /// accept, marked implicit
+    ImplicitAccept,
+    /// resume
+    Resume,
+    /// unclaim
+    Unclaim,
+}
+
+/// A record the Work service party must write now. The node turns it into a [`Record`] authored
+/// by `Access::service` (see [`ServiceAction::into_record`]), signs it and applies it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceAction {
+    /// Which record.
+    pub kind: ServiceKind,
+    /// The commitment.
+    pub commitment: String,
+    /// The prior declarations it rests on.
+    pub basis: Vec<RecordId>,
+    /// The items it acts on (empty = every open item).
+    pub items: Vec<String>,
+    /// The operation.
+    pub op: Operation,
+}
+
+impl ServiceAction {
+    /// The record, once the node knows its id (after signing).
+    pub fn into_record(self, id: RecordId, service: &Party) -> Record {
+        Record {
+            id,
+            author: service.clone(),
+            commitment: self.commitment,
+            basis: self.basis,
+            items: self.items,
+            op: self.op,
+        }
+    }
+}
+
+/// Why an implicit acceptance may not be written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImplicitBlock {
+    /// Evidence is required and none is recorded.
+    MissingEvidence,
+    /// The four-eyes rule: the acceptor is the party that stated.
+    FourEyes,
+    /// Step-up is required.
+    StepUp,
+}
+
+/// Whether implicit acceptance of `statement` is blocked, and why.
+pub fn implicit_block(c: &Commitment, statement: &Statement) -> Option<ImplicitBlock> {
+    let crit = c.acceptance;
+    if crit.requires_evidence && c.evidence.is_empty() {
+        Some(ImplicitBlock::MissingEvidence)
+    } else if crit.four_eyes && *c.acceptor() == statement.by {
+        Some(ImplicitBlock::FourEyes)
+    } else if crit.step_up {
+        Some(ImplicitBlock::StepUp)
+    } else {
+        None
+    }
+}
+
+const EXPIRABLE: StateSet = StateSet::of(&[
+    State::Requested,
+    State::Countered,
+    State::ConditionallyPromised,
+]);
+
+/// Groups item ids by a key, keeping first-seen order.
+fn group(pairs: Vec<(RecordId, String)>) -> Vec<(RecordId, Vec<String>)> {
+    let mut out: Vec<(RecordId, Vec<String>)> = Vec::new();
+    for (k, item) in pairs {
+        match out.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, items)) => items.push(item),
+            None => out.push((k, vec![item])),
+        }
+    }
+    out
+}
+
+/// The items to name: none when they are the default (every open item).
+fn named(c: &Commitment, items: Vec<String>) -> Vec<String> {
+    if !c.has_line_items() || items == c.open_items() {
+        Vec::new()
+    } else {
+        items
+    }
+}
+
+/// What the Work service party must write for `c` at `now`, in a fixed order (expire, implicit
+/// accept, resume, unclaim). Empty for a closed commitment.
+pub fn due_work(c: &Commitment, now: i64) -> Vec<ServiceAction> {
+    let mut out = Vec::new();
+    if c.is_closed() {
+        return out;
+    }
+    let action = |kind, basis, items, op| ServiceAction {
+        kind,
+        commitment: c.id.clone(),
+        basis,
+        items,
+        op,
+    };
+    let expiring = c
+        .items
+        .iter()
+        .filter(|(_, it)| EXPIRABLE.contains(it.state))
+        .filter_map(|(id, it)| {
+            it.validity
+                .filter(|v| now >= v.until)
+                .map(|v| (v.record, id.clone()))
+        })
+        .collect();
+    for (record, items) in group(expiring) {
+        out.push(action(
+            ServiceKind::Expire,
+            vec![record],
+            named(c, items),
+            Operation::Expire,
+        ));
+    }
+    if let Some(window) = c.implicit_window_ms {
+        let ripe = c
+            .items
+            .iter()
+            .filter(|(_, it)| it.state == State::Stated)
+            .filter_map(|(id, it)| it.statement.as_ref().map(|s| (id, s)))
+            .filter(|(_, s)| now >= s.at.saturating_add(window) && implicit_block(c, s).is_none())
+            .map(|(id, s)| (s.record, id.clone()))
+            .collect();
+        for (statement, items) in group(ripe) {
+            let evidence_ref = if c.acceptance.requires_evidence {
+                c.evidence.last().map(hex_id).unwrap_or_default()
+            } else {
+                String::new()
+            };
+            out.push(action(
+                ServiceKind::ImplicitAccept,
+                vec![c.origin, statement],
+                named(c, items),
+                Operation::Accept {
+                    evidence_ref,
+                    implicit: true,
+                    step_up: false,
+                },
+            ));
+        }
+    }
+    if let Some(d) = c
+        .deferral
+        .as_ref()
+        .filter(|d| d.return_at.is_some_and(|t| now >= t))
+    {
+        out.push(action(
+            ServiceKind::Resume,
+            vec![d.record],
+            Vec::new(),
+            Operation::Resume {
+                event: String::new(),
+            },
+        ));
+    }
+    if let (Some(claim), Some(q)) = (&c.claim, &c.queue) {
+        let lease_over = claim.lease_until.is_some_and(|t| now >= t);
+        let all_promised = c
+            .items
+            .values()
+            .filter(|it| !it.state.is_terminal())
+            .all(|it| it.state == State::Promised);
+        if lease_over && q.queue.return_to_pool_on_lease_end && all_promised {
+            out.push(action(
+                ServiceKind::Unclaim,
+                vec![q.declared_by],
+                Vec::new(),
+                Operation::Unclaim {
+                    reason: "lease ended".into(),
+                },
+            ));
+        }
+    }
+    out
+}
+
+/// expire: each item's validity statement must be named in basis and have ended.
+pub(crate) fn check_expire(ctx: &Ctx, targets: &[String]) -> Result<(), Rejection> {
+    for t in targets {
+        let Some(v) = ctx.c.items[t].validity else {
+            return reject(
+                C::MissingBasis,
+                format!("item {t:?} has no validity statement"),
+            );
+        };
+        ensure(
+            ctx.r.basis.contains(&v.record),
+            C::MissingBasis,
+            format!(
+                "expire rests on the validity statement {}",
+                hex_id(&v.record)
+            ),
+        )?;
+        ensure(
+            ctx.now >= v.until,
+            C::NotDue,
+            format!("valid until {}", v.until),
+        )?;
+    }
+    Ok(())
+}
+
+/// accept marked implicit: the window ended, basis names the implicit acceptance terms, and
+/// nothing blocks it.
+pub(crate) fn check_implicit_accept(ctx: &Ctx, targets: &[String]) -> Result<(), Rejection> {
+    let c = ctx.c;
+    let Some(window) = c.implicit_window_ms else {
+        return reject(
+            C::NoImplicitAcceptance,
+            "the obligee declared no implicit acceptance terms",
+        );
+    };
+    ensure(
+        ctx.r.basis.contains(&c.origin),
+        C::MissingBasis,
+        "an implicit accept rests on the obligee's implicit acceptance terms",
+    )?;
+    for t in targets {
+        let Some(s) = &c.items[t].statement else {
+            return reject(C::InvalidState, format!("item {t:?} has no statement"));
+        };
+        ensure(
+            ctx.now >= s.at.saturating_add(window),
+            C::NotDue,
+            "the acceptance window is open",
+        )?;
+        match implicit_block(c, s) {
+            Some(ImplicitBlock::MissingEvidence) => {
+                return reject(
+                    C::MissingEvidence,
+                    "evidence is required and none is recorded",
+                );
+            }
+            Some(ImplicitBlock::FourEyes) => {
+                return reject(C::FourEyes, "four-eyes: the acceptor stated fulfilment");
+            }
+            Some(ImplicitBlock::StepUp) => {
+                return reject(
+                    C::StepUpRequired,
+                    "step-up is required; no implicit acceptance",
+                );
+            }
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// resume by the Work service party: the return date arrived, or it names the return event.
+pub(crate) fn check_resume(ctx: &Ctx, open: &Deferral) -> Result<(), Rejection> {
+    let Operation::Resume { event } = &ctx.r.op else {
+        unreachable!()
+    };
+    if !event.is_empty() {
+        return ensure(
+            open.return_event.as_deref() == Some(event.as_str()),
+            C::EventMismatch,
+            format!("the deferral does not wait for event {event:?}"),
+        );
+    }
+    ensure(
+        open.return_at.is_some_and(|t| ctx.now >= t),
+        C::NotDue,
+        "the deferral has no return date, or it has not arrived",
+    )
+}
+
+/// unclaim by the Work service party: the lease ended and the queue returns to the pool.
+pub(crate) fn check_unclaim(ctx: &Ctx) -> Result<(), Rejection> {
+    let c = ctx.c;
+    let Some(lease_until) = c.claim.as_ref().and_then(|cl| cl.lease_until) else {
+        return reject(C::NoLease, "no claim with a lease");
+    };
+    let Some(q) = &c.queue else {
+        return reject(C::NoLease, "no queue");
+    };
+    ensure(
+        ctx.r.basis.contains(&q.declared_by),
+        C::MissingBasis,
+        "unclaim rests on the queue's declared lease behaviour",
+    )?;
+    ensure(
+        ctx.now >= lease_until,
+        C::NotDue,
+        format!("the lease runs until {lease_until}"),
+    )?;
+    ensure(
+        q.queue.return_to_pool_on_lease_end,
+        C::NotDue,
+        "the queue does not return to the pool on lease end",
+    )
+}

@@ -1,0 +1,441 @@
+//! The derived read model of a commitment at a time (seed 000, "Whose move it is", "Summary
+//! category", "Other state axes", "Assignment", line item "mixed" summary).
+
+use serde::{Deserialize, Serialize};
+
+use crate::assignment::{Assignment, assignment};
+use crate::commitment::{
+    Commitment, Deferral, DisputeMark, HandoverOffer, NoticeMark, OpenCondition, OpenRevoke,
+    ReopenLink,
+};
+use crate::record::{NoticeType, Party, RecordId};
+use crate::revoke::other_side;
+use crate::service::{ImplicitBlock, implicit_block};
+use crate::state::State;
+
+macro_rules! wire {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $v:ident => $w:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($(#[$vdoc])* $v,)+ }
+        impl $name {
+            /// Every value, in the seed's order.
+            pub const ALL: &'static [$name] = &[$($name::$v),+];
+            /// The wire name.
+            pub const fn wire_name(self) -> &'static str {
+                match self { $($name::$v => $w,)+ }
+            }
+        }
+    };
+}
+
+wire!(
+    /// The summary category; `ALL` is the seed's precedence order (the first that applies wins).
+    Category {
+        /// The commitment reached a terminal state.
+        Closed => "closed",
+        /// An open defer.
+        Deferred => "deferred",
+        /// Request phase and nobody holds it.
+        Triage => "triage",
+        /// Stated as done.
+        AwaitingAcceptance => "awaiting_acceptance",
+        /// Open Condition records (including a conditional promise's precondition).
+        Waiting => "waiting",
+        /// Liveness stale or unknown.
+        Unknown => "unknown",
+        /// Execution running.
+        Active => "active",
+        /// Promised; execution not started.
+        Ready => "ready",
+    }
+);
+
+wire!(
+    /// Flags: they never change the category.
+    Flag {
+        /// The due date passed before the statement.
+        Overdue => "overdue",
+        /// The obligor gave an at_risk or cannot_complete notice.
+        AtRisk => "at_risk",
+        /// Contradiction (needs external claims; never derived from commitment records alone).
+        Contradiction => "contradiction",
+        /// Stale executor (needs liveness claims; never derived here).
+        Stale => "stale",
+        /// Taken over (needs control claims; never derived here).
+        TakenOver => "taken_over",
+        /// Stated, and no evidence recorded.
+        Unevidenced => "unevidenced",
+    }
+);
+
+wire!(
+    /// The execution axis (from executor claims; here: `acted_upon` records).
+    Execution {
+        /// Not started.
+        NotStarted => "not_started",
+        /// Running.
+        Running => "running",
+        /// Paused.
+        Paused => "paused",
+        /// Completed (reported).
+        Completed => "completed",
+        /// Failed.
+        Failed => "failed",
+        /// Cancelled (reported).
+        Cancelled => "cancelled",
+        /// Unknown.
+        Unknown => "unknown",
+    }
+);
+
+wire!(
+    /// The control axis.
+    Control {
+        /// automatic
+        Automatic => "automatic",
+        /// intervened
+        Intervened => "intervened",
+        /// manual
+        Manual => "manual",
+        /// No control capability declared.
+        NotDeclared => "not_declared",
+    }
+);
+
+wire!(
+    /// The liveness axis.
+    Liveness {
+        /// live
+        Live => "live",
+        /// stale
+        Stale => "stale",
+        /// unknown
+        Unknown => "unknown",
+        /// left cleanly
+        LeftCleanly => "left_cleanly",
+        /// not applicable
+        NotApplicable => "not_applicable",
+    }
+);
+
+wire!(
+    /// The row of the seed's "Whose move it is" table.
+    MoveRow {
+        /// requested: candidate obligor, or queue owner.
+        Requested => "requested",
+        /// countered: obligee.
+        Countered => "countered",
+        /// conditionally_promised: whoever the precondition is addressed to.
+        ConditionallyPromised => "conditionally_promised",
+        /// promised: obligor.
+        Promised => "promised",
+        /// stated: acceptor.
+        Stated => "stated",
+        /// Open revoke request: the other side.
+        OpenRevokeRequest => "open_revoke_request",
+        /// Budget exhausted: accountable party.
+        BudgetExhausted => "budget_exhausted",
+    }
+);
+
+/// One "whose move" entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Move {
+    /// Which row of the table.
+    pub row: MoveRow,
+    /// Whose move it is.
+    pub parties: Vec<Party>,
+    /// The items concerned.
+    pub items: Vec<String>,
+}
+
+/// One line item in the per-item breakdown.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemView {
+    /// Item id (empty for a commitment without line items).
+    pub id: String,
+    /// Description.
+    pub description: String,
+    /// Its state.
+    pub state: State,
+    /// Accepted implicitly.
+    pub accepted_implicitly: bool,
+    /// While stated: why the Work service party will not accept implicitly.
+    pub implicit_acceptance_blocked: Option<ImplicitBlock>,
+}
+
+/// The derived read model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct View {
+    /// The commitment id.
+    pub commitment: String,
+    /// The state, when every item is in the same one.
+    pub state: Option<State>,
+    /// The state's wire name, or `mixed`.
+    pub summary: String,
+    /// Per-item breakdown.
+    pub items: Vec<ItemView>,
+    /// Every item is terminal.
+    pub terminal: bool,
+    /// The summary category.
+    pub category: Category,
+    /// Flags.
+    pub flags: Vec<Flag>,
+    /// Whose move it is.
+    pub whose_move: Vec<Move>,
+    /// The assignment axis.
+    pub assignment: Assignment,
+    /// The execution axis.
+    pub execution: Execution,
+    /// The control axis.
+    pub control: Control,
+    /// The liveness axis.
+    pub liveness: Liveness,
+    /// Obligee.
+    pub obligee: Party,
+    /// Obligor.
+    pub obligor: Option<Party>,
+    /// Acceptor.
+    pub acceptor: Party,
+    /// Accountable party.
+    pub accountable: Party,
+    /// Offered to.
+    pub offered_to: Option<Party>,
+    /// Nominees.
+    pub nominees: Vec<Party>,
+    /// Open revoke requests.
+    pub open_revokes: Vec<OpenRevoke>,
+    /// Dispute marks.
+    pub disputes: Vec<DisputeMark>,
+    /// The open deferral.
+    pub deferral: Option<Deferral>,
+    /// Open conditions.
+    pub open_conditions: Vec<OpenCondition>,
+    /// Open delegate offer.
+    pub pending_delegate: Option<HandoverOffer>,
+    /// Open assign offer.
+    pub pending_assign: Option<HandoverOffer>,
+    /// Terms version number.
+    pub version: u32,
+    /// Record id of the current terms version.
+    pub terms_version: RecordId,
+    /// The current counter version, while countered.
+    pub counter_version: Option<RecordId>,
+    /// Forward count.
+    pub forward_count: u32,
+    /// Lease end, while claimed with a lease.
+    pub lease_until: Option<i64>,
+    /// Consumption reported.
+    pub consumed: u64,
+    /// Budget exhausted.
+    pub budget_exhausted: bool,
+    /// Some item ended `cancelled` (a revoke_promise allowed ends `withdrawn`, not counted).
+    pub counts_as_cancel: bool,
+    /// Notices (attention).
+    pub attention: Vec<NoticeMark>,
+    /// This commitment reopens another.
+    pub reopens: Option<ReopenLink>,
+    /// Reopenings of this commitment.
+    pub reopened_by: Vec<ReopenLink>,
+    /// Number of records applied.
+    pub records: usize,
+}
+
+fn push_unique(out: &mut Vec<Party>, p: &Party) {
+    if !out.contains(p) {
+        out.push(p.clone());
+    }
+}
+
+/// Whose move it is (seed 000 table): open revoke request first, then budget exhausted, then
+/// one entry per open state, in the seed's order.
+pub fn whose_move(c: &Commitment) -> Vec<Move> {
+    let mut moves = Vec::new();
+    if let Some(rv) = &c.revoke {
+        moves.push(Move {
+            row: MoveRow::OpenRevokeRequest,
+            parties: other_side(c, rv.kind),
+            items: rv.items.clone(),
+        });
+    }
+    let open = c.open_items();
+    if c.budget_exhausted() && !open.is_empty() {
+        moves.push(Move {
+            row: MoveRow::BudgetExhausted,
+            parties: vec![c.accountable().clone()],
+            items: open.clone(),
+        });
+    }
+    let rows = [
+        (State::Requested, MoveRow::Requested),
+        (State::Countered, MoveRow::Countered),
+        (State::ConditionallyPromised, MoveRow::ConditionallyPromised),
+        (State::Promised, MoveRow::Promised),
+        (State::Stated, MoveRow::Stated),
+    ];
+    for (state, row) in rows {
+        let items: Vec<String> = open
+            .iter()
+            .filter(|i| c.items[*i].state == state)
+            .cloned()
+            .collect();
+        if items.is_empty() {
+            continue;
+        }
+        let mut parties = Vec::new();
+        match state {
+            State::Requested => {
+                for p in c.candidate_obligors() {
+                    push_unique(&mut parties, &p);
+                }
+                if let Some(owner) = c.queue.as_ref().and_then(|q| q.queue.owner.as_ref()) {
+                    push_unique(&mut parties, owner);
+                }
+            }
+            State::Countered => push_unique(&mut parties, &c.obligee),
+            State::ConditionallyPromised => {
+                for oc in c.conditions.iter().filter(|oc| oc.is_precondition()) {
+                    if oc.precondition_items.iter().any(|i| items.contains(i))
+                        && let Some(p) = &oc.condition.addressed_to
+                    {
+                        push_unique(&mut parties, p);
+                    }
+                }
+            }
+            State::Promised => parties.extend(c.obligor.iter().cloned()),
+            _ => push_unique(&mut parties, c.acceptor()),
+        }
+        moves.push(Move {
+            row,
+            parties,
+            items,
+        });
+    }
+    moves
+}
+
+/// The summary category (seed 000 precedence: closed > deferred > triage >
+/// awaiting_acceptance > waiting > unknown > active > ready), over the open items.
+pub fn category(c: &Commitment, now: i64) -> Category {
+    if c.is_closed() {
+        return Category::Closed;
+    }
+    if c.deferral.is_some() {
+        return Category::Deferred;
+    }
+    let open: Vec<State> = c
+        .items
+        .values()
+        .map(|i| i.state)
+        .filter(|s| !s.is_terminal())
+        .collect();
+    let any = |s: State| open.contains(&s);
+    let request_phase = any(State::Requested) || any(State::Countered);
+    if request_phase && assignment(c, now) != Assignment::Held {
+        Category::Triage
+    } else if any(State::Stated) {
+        Category::AwaitingAcceptance
+    } else if !c.conditions.is_empty() || any(State::ConditionallyPromised) {
+        Category::Waiting
+    } else if any(State::Promised) && execution(c) == Execution::Running {
+        Category::Active
+    } else if any(State::Promised) {
+        Category::Ready
+    } else {
+        Category::Triage
+    }
+}
+
+fn execution(c: &Commitment) -> Execution {
+    if c.evidence.is_empty() {
+        Execution::NotStarted
+    } else {
+        Execution::Running
+    }
+}
+
+/// The flags at `now`.
+pub fn flags(c: &Commitment, now: i64) -> Vec<Flag> {
+    let mut out = Vec::new();
+    let before_statement = c.items.values().any(|i| {
+        matches!(
+            i.state,
+            State::Requested | State::Countered | State::ConditionallyPromised | State::Promised
+        )
+    });
+    if c.terms.due.is_some_and(|d| now > d) && before_statement {
+        out.push(Flag::Overdue);
+    }
+    let risk = c.notices.iter().any(|n| {
+        matches!(
+            n.notice_type,
+            NoticeType::AtRisk | NoticeType::CannotComplete
+        )
+    });
+    if risk && !c.is_closed() {
+        out.push(Flag::AtRisk);
+    }
+    if c.items.values().any(|i| i.state == State::Stated) && c.evidence.is_empty() {
+        out.push(Flag::Unevidenced);
+    }
+    out
+}
+
+/// The read model of `c` at `now`.
+pub fn view(c: &Commitment, now: i64) -> View {
+    let state = c.state();
+    let items = c
+        .items
+        .iter()
+        .map(|(id, it)| ItemView {
+            id: id.clone(),
+            description: it.description.clone(),
+            state: it.state,
+            accepted_implicitly: it.accepted_implicitly,
+            implicit_acceptance_blocked: match (&it.statement, it.state) {
+                (Some(s), State::Stated) if c.implicit_window_ms.is_some() => implicit_block(c, s),
+                _ => None,
+            },
+        })
+        .collect();
+    View {
+        commitment: c.id.clone(),
+        state,
+        summary: state.map_or_else(|| "mixed".to_string(), |s| s.wire_name().to_string()),
+        items,
+        terminal: c.is_closed(),
+        category: category(c, now),
+        flags: flags(c, now),
+        whose_move: whose_move(c),
+        assignment: assignment(c, now),
+        execution: execution(c),
+        control: Control::NotDeclared,
+        liveness: Liveness::NotApplicable,
+        obligee: c.obligee.clone(),
+        obligor: c.obligor.clone(),
+        acceptor: c.acceptor().clone(),
+        accountable: c.accountable().clone(),
+        offered_to: c.offered_to.clone(),
+        nominees: c.nominees.clone(),
+        open_revokes: c.revoke.iter().cloned().collect(),
+        disputes: c.disputes.clone(),
+        deferral: c.deferral.clone(),
+        open_conditions: c.conditions.clone(),
+        pending_delegate: c.delegate_offer.clone(),
+        pending_assign: c.assign_offer.clone(),
+        version: c.version,
+        terms_version: c.terms_version,
+        counter_version: c.counter.as_ref().map(|cv| cv.record),
+        forward_count: c.forward_count,
+        lease_until: c.claim.as_ref().and_then(|cl| cl.lease_until),
+        consumed: c.consumed,
+        budget_exhausted: c.budget_exhausted(),
+        counts_as_cancel: c.items.values().any(|i| i.state == State::Cancelled),
+        attention: c.notices.clone(),
+        reopens: c.reopens.clone(),
+        reopened_by: c.reopened_by.clone(),
+        records: c.history.len(),
+    }
+}
