@@ -119,8 +119,10 @@ fn named(c: &Commitment, items: Vec<String>) -> Vec<String> {
     }
 }
 
-/// What the Work service party must write for `c` at `now`, in a fixed order (expire, implicit
-/// accept, resume, unclaim). Empty for a closed commitment.
+/// What the Work service party must write for `c` at `now`, in a fixed order: resume, unclaim,
+/// implicit accepts, expires. The actions act on disjoint items, so applied in this order each
+/// one is accepted (the property tests check it); recomputing after each apply is also fine.
+/// Empty for a closed commitment.
 pub fn due_work(c: &Commitment, now: i64) -> Vec<ServiceAction> {
     let mut out = Vec::new();
     if c.is_closed() {
@@ -133,6 +135,64 @@ pub fn due_work(c: &Commitment, now: i64) -> Vec<ServiceAction> {
         items,
         op,
     };
+    if let Some(d) = c
+        .deferral
+        .as_ref()
+        .filter(|d| d.return_at.is_some_and(|t| now >= t))
+    {
+        let op = Operation::Resume {
+            event: String::new(),
+        };
+        out.push(action(ServiceKind::Resume, vec![d.record], Vec::new(), op));
+    }
+    if let (Some(claim), Some(q)) = (&c.claim, &c.queue) {
+        let lease_over = claim.lease_until.is_some_and(|t| now >= t);
+        let all_promised = c
+            .items
+            .values()
+            .filter(|it| !it.state.is_terminal())
+            .all(|it| it.state == State::Promised);
+        if lease_over && q.queue.return_to_pool_on_lease_end && all_promised {
+            let op = Operation::Unclaim {
+                reason: "lease ended".into(),
+            };
+            out.push(action(
+                ServiceKind::Unclaim,
+                vec![q.declared_by],
+                Vec::new(),
+                op,
+            ));
+        }
+    }
+    if let Some(window) = c.implicit_window_ms {
+        let ripe = c
+            .items
+            .iter()
+            .filter(|(_, it)| it.state == State::Stated)
+            .filter_map(|(id, it)| it.statement.as_ref().map(|s| (id, s)))
+            .filter(|(_, s)| now >= s.at.saturating_add(window) && implicit_block(c, s).is_none())
+            .map(|(id, s)| (s.record, id.clone()))
+            .collect();
+        for (statement, items) in group(ripe) {
+            let evidence_ref = if c.acceptance.requires_evidence {
+                c.evidence.last().map(hex_id).unwrap_or_default()
+            } else {
+                String::new()
+            };
+            let op = Operation::Accept {
+                evidence_ref,
+                implicit: true,
+                step_up: false,
+            };
+            let basis = vec![c.origin, statement];
+            out.push(action(
+                ServiceKind::ImplicitAccept,
+                basis,
+                named(c, items),
+                op,
+            ));
+        }
+    }
     let expiring = c
         .items
         .iter()
@@ -150,65 +210,6 @@ pub fn due_work(c: &Commitment, now: i64) -> Vec<ServiceAction> {
             named(c, items),
             Operation::Expire,
         ));
-    }
-    if let Some(window) = c.implicit_window_ms {
-        let ripe = c
-            .items
-            .iter()
-            .filter(|(_, it)| it.state == State::Stated)
-            .filter_map(|(id, it)| it.statement.as_ref().map(|s| (id, s)))
-            .filter(|(_, s)| now >= s.at.saturating_add(window) && implicit_block(c, s).is_none())
-            .map(|(id, s)| (s.record, id.clone()))
-            .collect();
-        for (statement, items) in group(ripe) {
-            let evidence_ref = if c.acceptance.requires_evidence {
-                c.evidence.last().map(hex_id).unwrap_or_default()
-            } else {
-                String::new()
-            };
-            out.push(action(
-                ServiceKind::ImplicitAccept,
-                vec![c.origin, statement],
-                named(c, items),
-                Operation::Accept {
-                    evidence_ref,
-                    implicit: true,
-                    step_up: false,
-                },
-            ));
-        }
-    }
-    if let Some(d) = c
-        .deferral
-        .as_ref()
-        .filter(|d| d.return_at.is_some_and(|t| now >= t))
-    {
-        out.push(action(
-            ServiceKind::Resume,
-            vec![d.record],
-            Vec::new(),
-            Operation::Resume {
-                event: String::new(),
-            },
-        ));
-    }
-    if let (Some(claim), Some(q)) = (&c.claim, &c.queue) {
-        let lease_over = claim.lease_until.is_some_and(|t| now >= t);
-        let all_promised = c
-            .items
-            .values()
-            .filter(|it| !it.state.is_terminal())
-            .all(|it| it.state == State::Promised);
-        if lease_over && q.queue.return_to_pool_on_lease_end && all_promised {
-            out.push(action(
-                ServiceKind::Unclaim,
-                vec![q.declared_by],
-                Vec::new(),
-                Operation::Unclaim {
-                    reason: "lease ended".into(),
-                },
-            ));
-        }
     }
     out
 }
