@@ -20,7 +20,7 @@ use crate::revoke::{self, RevokeKind};
 use crate::roles;
 use crate::rules::{self, Outcome, RuleKey};
 use crate::state::State;
-use crate::{assignment, deferral, marks, ops, service};
+use crate::{assignment, deferral, marks, ops, request, service};
 
 /// What the caller must do after a record was applied (the kernel does no I/O).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,7 +100,7 @@ pub fn apply(
     now: i64,
 ) -> Result<(Commitment, Vec<Effect>), Rejection> {
     let c = match (state, &record.op) {
-        (None, Operation::Request(req)) => return ops::create(record, req, access, now),
+        (None, Operation::Request(req)) => return request::create(record, req, access, now),
         (None, op) => {
             return reject(
                 C::UnknownCommitment,

@@ -30,13 +30,16 @@
 //! | module | seed 000 section |
 //! | --- | --- |
 //! | [`state`] | "Commitment" / "States": 13 states, wire names, terminal flags |
-//! | [`record`] | "Operations": the closed list of operations; "Reason codes" |
+//! | [`record`] | "Operations": the closed list of operations |
+//! | [`reasons`] | "Reason codes" (decline, cancel, notice type); admission outcomes |
 //! | [`rules`] | "Operations": the transition table and the role table |
 //! | [`revoke`] | "Revoke requests"; the `dispute` row |
 //! | [`assignment`] | "Assignment": axis and operations; `delegate` / `assign` two-record handovers |
 //! | [`service`] | "Records written by the Work service" |
 //! | [`view`] | "Whose move it is", "Summary category", "Other state axes" |
 //! | [`access`] | "An operation is valid only if … Access authorizes it" |
+//! | [`roles`] | who holds which role ("Who" columns) |
+//! | [`commitment`] | the derived state (every axis the records determine) |
 //! | [`rejection`] | the machine-readable rejection codes |
 //!
 //! ## Choices where the seed is silent
@@ -87,7 +90,13 @@
 //!   stale, taken_over and contradiction need executor/external claims the commitment records
 //!   do not carry, so they are never derived here.
 //! * **Whose move** lists every applicable row: the open revoke request, budget exhausted, and
-//!   one row per open state.
+//!   one row per open state. The queue owner shown is the declared one (`view` takes no Access).
+//! * **Work service records** from [`due_work`] are independent of each other: applied in the
+//!   order given, each is accepted.
+//! * **Records outside the seed's table.** `open_condition`, `withdraw_condition`,
+//!   `satisfy_condition`, `report_consumption`, `acted_upon` and `admission` (record.proto) are
+//!   accepted on open commitments (`admission` in any state) with no state change of their own,
+//!   except the precondition case above.
 
 #![forbid(unsafe_code)]
 
@@ -98,8 +107,10 @@ pub mod commitment;
 mod deferral;
 mod marks;
 mod ops;
+pub mod reasons;
 pub mod record;
 pub mod rejection;
+mod request;
 pub mod revoke;
 pub mod roles;
 pub mod rules;
