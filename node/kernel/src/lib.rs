@@ -16,7 +16,7 @@
 //! * [`due_work`]`(state, now)`: the records the Work service party must write now (seed 000,
 //!   "Records written by the Work service"); turn each into a record authored by
 //!   [`Access::service`], sign it and `apply` it.
-//! * [`view`]`(state, now)`: the read model — state or per-item states with summary `mixed`,
+//! * [`view()`]`(state, now)`: the read model — state or per-item states with summary `mixed`,
 //!   summary category, flags, whose move, assignment axis, revokes, disputes, deferral, links.
 //! * [`Access`] is built from the node's config: who acts for which organisation, which party
 //!   holds which [`Authority`], and the Work service party.
@@ -34,9 +34,9 @@
 //! | [`reasons`] | "Reason codes" (decline, cancel, notice type); admission outcomes |
 //! | [`rules`] | "Operations": the transition table and the role table |
 //! | [`revoke`] | "Revoke requests"; the `dispute` row |
-//! | [`assignment`] | "Assignment": axis and operations; `delegate` / `assign` two-record handovers |
+//! | [`mod@assignment`] | "Assignment": axis and operations; `delegate` / `assign` two-record handovers |
 //! | [`service`] | "Records written by the Work service" |
-//! | [`view`] | "Whose move it is", "Summary category", "Other state axes" |
+//! | [`mod@view`] | "Whose move it is", "Summary category", "Other state axes" |
 //! | [`access`] | "An operation is valid only if … Access authorizes it" |
 //! | [`roles`] | who holds which role ("Who" columns) |
 //! | [`commitment`] | the derived state (every axis the records determine) |
