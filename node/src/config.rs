@@ -1,0 +1,499 @@
+//! The node's typed configuration, read from TOML and validated before any port is bound.
+//!
+//! Every error names the offending field (`ConfigError { field, reason }`), so an operator sees
+//! `config: tls.cert: file not found: ...` rather than a stack trace.
+
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The file `accord-node serve --config F` reads.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The organisation's name (its peer name in federation).
+    pub name: String,
+    /// Where the RocksDB ledger lives (relative paths are relative to the config file).
+    pub data_dir: PathBuf,
+    /// The gRPC listen address.
+    pub listen: SocketAddr,
+    /// TLS for the gRPC listener.
+    pub tls: TlsConfig,
+    /// Key files.
+    pub keys: KeysConfig,
+    /// The Merkle log and checkpointer.
+    #[serde(default)]
+    pub log: LogConfig,
+    /// Parties of this organisation: their record keys and API tokens.
+    #[serde(default)]
+    pub parties: Vec<PartyConfig>,
+    /// Authorities (seed 000: Access).
+    #[serde(default)]
+    pub authorities: AuthoritiesConfig,
+    /// Operator access to AdminService.
+    #[serde(default)]
+    pub admin: AdminConfig,
+    /// The witness policy.
+    #[serde(default)]
+    pub witnesses: WitnessPolicyConfig,
+    /// Federation peers.
+    #[serde(default)]
+    pub peers: Vec<PeerConfig>,
+    /// The Work service party's clock.
+    #[serde(default)]
+    pub clock: ClockConfig,
+    /// Ledger tuning.
+    #[serde(default)]
+    pub ledger: LedgerConfig,
+    /// Federation delivery and admission tuning.
+    #[serde(default)]
+    pub federation: FederationConfig,
+}
+
+/// TLS settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain of the node.
+    pub cert: PathBuf,
+    /// PEM private key of the node.
+    pub key: PathBuf,
+    /// PEM CA certificates that client certificates may chain to (mutual TLS).
+    #[serde(default)]
+    pub client_ca: Vec<PathBuf>,
+    /// Refuse connections without a client certificate.
+    #[serde(default)]
+    pub require_client_cert: bool,
+}
+
+/// Key files.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeysConfig {
+    /// The node's C2SP skey: signs checkpoints (key name = log origin), receipts and the records
+    /// it writes itself (Work service party, admissions, records declared on a party's behalf).
+    pub node: PathBuf,
+}
+
+/// Merkle log settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    /// The checkpoint origin; defaults to `<name>.accord/log`.
+    #[serde(default)]
+    pub origin: Option<String>,
+    /// How often the checkpointer looks for growth, in ms.
+    #[serde(default = "default_checkpoint_interval_ms")]
+    pub checkpoint_interval_ms: u64,
+}
+
+fn default_checkpoint_interval_ms() -> u64 {
+    1000
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self { origin: None, checkpoint_interval_ms: default_checkpoint_interval_ms() }
+    }
+}
+
+/// One party of this organisation.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartyConfig {
+    /// The party's name inside the organisation.
+    pub name: String,
+    /// C2SP vkeys that sign the party's records.
+    #[serde(default)]
+    pub vkeys: Vec<String>,
+    /// SHA-256 (hex) of the bearer token with which the party may `Declare` through the node.
+    #[serde(default)]
+    pub token_sha256: Option<String>,
+}
+
+/// Authorities granted by Access.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthoritiesConfig {
+    /// Parties ("org/name") that may `administrative_close`.
+    #[serde(default)]
+    pub administrative_close: Vec<String>,
+    /// Parties that are principals (may declare obsolete).
+    #[serde(default)]
+    pub principals: Vec<String>,
+    /// Queue owners, as "org/name:queue".
+    #[serde(default)]
+    pub queue_owners: Vec<String>,
+}
+
+/// Operator access.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminConfig {
+    /// SHA-256 (hex) of the operator's bearer token; AdminService is closed when absent.
+    #[serde(default)]
+    pub token_sha256: Option<String>,
+}
+
+/// K of N witnesses.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WitnessPolicyConfig {
+    /// Cosignatures needed for `witnessed`.
+    #[serde(default)]
+    pub k: usize,
+    /// The witnesses.
+    #[serde(default)]
+    pub list: Vec<WitnessConfig>,
+}
+
+/// One witness.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WitnessConfig {
+    /// The witness's cosigner vkey (type 0x04).
+    pub vkey: String,
+    /// Its gRPC endpoint (https://host:port).
+    pub endpoint: String,
+    /// PEM CA to trust for its TLS certificate.
+    #[serde(default)]
+    pub ca: Option<PathBuf>,
+}
+
+/// A federation peer.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeerConfig {
+    /// The peer organisation's name.
+    pub name: String,
+    /// Its gRPC endpoint (https://host:port).
+    pub endpoint: String,
+    /// Keys (C2SP vkeys) that sign its records and envelopes.
+    pub vkeys: Vec<String>,
+    /// PEM CA of its TLS identity (server and client certificate).
+    pub ca: PathBuf,
+}
+
+/// The clock that drives the Work service party.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockConfig {
+    /// Tick interval, ms.
+    #[serde(default = "default_tick_ms")]
+    pub tick_ms: u64,
+}
+
+fn default_tick_ms() -> u64 {
+    1000
+}
+
+impl Default for ClockConfig {
+    fn default() -> Self {
+        Self { tick_ms: default_tick_ms() }
+    }
+}
+
+/// Ledger tuning.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerConfig {
+    /// Most records one group commit takes.
+    #[serde(default = "default_max_batch")]
+    pub max_batch: usize,
+}
+
+fn default_max_batch() -> usize {
+    4096
+}
+
+impl Default for LedgerConfig {
+    fn default() -> Self {
+        Self { max_batch: default_max_batch() }
+    }
+}
+
+/// Federation tuning (seed 000, "Federation admission"; DESIGN.md, "Federation").
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FederationConfig {
+    /// Most records in one envelope.
+    #[serde(default = "default_fed_batch")]
+    pub batch_size: usize,
+    /// A quarantined record whose basis has not arrived by then is rejected
+    /// (`quarantine_timeout`), in ms.
+    #[serde(default = "default_quarantine_timeout_ms")]
+    pub quarantine_timeout_ms: u64,
+    /// First retry delay after a failed delivery, ms (doubles per failure, with jitter).
+    #[serde(default = "default_retry_base_ms")]
+    pub retry_base_ms: u64,
+    /// Longest retry delay (and circuit-breaker open period), ms.
+    #[serde(default = "default_retry_max_ms")]
+    pub retry_max_ms: u64,
+    /// Consecutive failures that open a peer's circuit breaker.
+    #[serde(default = "default_breaker_failures")]
+    pub breaker_failures: u32,
+    /// How often receipts still lacking a decision or proof are fetched again, ms.
+    #[serde(default = "default_receipt_poll_ms")]
+    pub receipt_poll_ms: u64,
+    /// Deadline of one delivery call, ms.
+    #[serde(default = "default_request_timeout_ms")]
+    pub request_timeout_ms: u64,
+}
+
+fn default_fed_batch() -> usize {
+    256
+}
+fn default_quarantine_timeout_ms() -> u64 {
+    24 * 3600 * 1000
+}
+fn default_retry_base_ms() -> u64 {
+    200
+}
+fn default_retry_max_ms() -> u64 {
+    30_000
+}
+fn default_breaker_failures() -> u32 {
+    5
+}
+fn default_receipt_poll_ms() -> u64 {
+    1000
+}
+fn default_request_timeout_ms() -> u64 {
+    10_000
+}
+
+impl Default for FederationConfig {
+    fn default() -> Self {
+        Self {
+            batch_size: default_fed_batch(),
+            quarantine_timeout_ms: default_quarantine_timeout_ms(),
+            retry_base_ms: default_retry_base_ms(),
+            retry_max_ms: default_retry_max_ms(),
+            breaker_failures: default_breaker_failures(),
+            receipt_poll_ms: default_receipt_poll_ms(),
+            request_timeout_ms: default_request_timeout_ms(),
+        }
+    }
+}
+
+/// A configuration error naming the field.
+#[derive(Debug, thiserror::Error)]
+#[error("config: {field}: {reason}")]
+pub struct ConfigError {
+    /// The dotted field path.
+    pub field: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+fn err(field: impl Into<String>, reason: impl Into<String>) -> ConfigError {
+    ConfigError { field: field.into(), reason: reason.into() }
+}
+
+impl Config {
+    /// Reads and validates a config file; relative paths are resolved against its directory.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| err("(file)", format!("cannot read {}: {e}", path.display())))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::parse(&text, base)
+    }
+
+    /// Parses and validates config text, resolving relative paths against `base`.
+    pub fn parse(text: &str, base: &Path) -> Result<Config, ConfigError> {
+        let mut c: Config = toml::from_str(text).map_err(|e| {
+            let field = e
+                .span()
+                .map(|s| {
+                    let line = text[..s.start].lines().count();
+                    format!("line {line}")
+                })
+                .unwrap_or_else(|| "(toml)".into());
+            err(field, e.message().to_string())
+        })?;
+        c.resolve(base);
+        c.validate()?;
+        Ok(c)
+    }
+
+    fn resolve(&mut self, base: &Path) {
+        let fix = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        fix(&mut self.data_dir);
+        fix(&mut self.tls.cert);
+        fix(&mut self.tls.key);
+        self.tls.client_ca.iter_mut().for_each(fix);
+        fix(&mut self.keys.node);
+        for w in &mut self.witnesses.list {
+            if let Some(ca) = &mut w.ca {
+                fix(ca);
+            }
+        }
+        for p in &mut self.peers {
+            fix(&mut p.ca);
+        }
+    }
+
+    /// Checks every field that can be checked without binding a port.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check_name("name", &self.name)?;
+        for (field, p) in [("tls.cert", &self.tls.cert), ("tls.key", &self.tls.key), ("keys.node", &self.keys.node)] {
+            if !p.is_file() {
+                return Err(err(field, format!("file not found: {}", p.display())));
+            }
+        }
+        for (i, p) in self.tls.client_ca.iter().enumerate() {
+            if !p.is_file() {
+                return Err(err(format!("tls.client_ca[{i}]"), format!("file not found: {}", p.display())));
+            }
+        }
+        if self.tls.require_client_cert && self.tls.client_ca.is_empty() && self.peers.is_empty() {
+            return Err(err("tls.require_client_cert", "set, but no tls.client_ca and no peers to trust"));
+        }
+        if let Some(o) = &self.log.origin {
+            if o.is_empty() || o.contains(char::is_whitespace) || o.contains('+') {
+                return Err(err("log.origin", "must be non-empty, without spaces or '+'"));
+            }
+        }
+        if self.log.checkpoint_interval_ms == 0 {
+            return Err(err("log.checkpoint_interval_ms", "must be > 0"));
+        }
+        if self.clock.tick_ms == 0 {
+            return Err(err("clock.tick_ms", "must be > 0"));
+        }
+        if self.ledger.max_batch == 0 {
+            return Err(err("ledger.max_batch", "must be > 0"));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, p) in self.parties.iter().enumerate() {
+            check_name(&format!("parties[{i}].name"), &p.name)?;
+            if !seen.insert(&p.name) {
+                return Err(err(format!("parties[{i}].name"), format!("duplicate party {:?}", p.name)));
+            }
+            for (j, v) in p.vkeys.iter().enumerate() {
+                accord_proto::note::Verifier::from_vkey(v)
+                    .map_err(|e| err(format!("parties[{i}].vkeys[{j}]"), e.to_string()))?;
+            }
+            if let Some(t) = &p.token_sha256 {
+                check_sha256_hex(&format!("parties[{i}].token_sha256"), t)?;
+            }
+        }
+        if let Some(t) = &self.admin.token_sha256 {
+            check_sha256_hex("admin.token_sha256", t)?;
+        }
+        for (field, list) in [
+            ("authorities.administrative_close", &self.authorities.administrative_close),
+            ("authorities.principals", &self.authorities.principals),
+        ] {
+            for (i, p) in list.iter().enumerate() {
+                parse_party(p).map_err(|r| err(format!("{field}[{i}]"), r))?;
+            }
+        }
+        for (i, q) in self.authorities.queue_owners.iter().enumerate() {
+            let field = format!("authorities.queue_owners[{i}]");
+            let (p, queue) = q.split_once(':').ok_or_else(|| err(&field, format!("{q:?}: expected \"org/name:queue\"")))?;
+            parse_party(p).map_err(|r| err(&field, r))?;
+            if queue.is_empty() {
+                return Err(err(field, "queue name is empty"));
+            }
+        }
+        if self.witnesses.k > self.witnesses.list.len() {
+            return Err(err(
+                "witnesses.k",
+                format!("k = {} but only {} witnesses are listed", self.witnesses.k, self.witnesses.list.len()),
+            ));
+        }
+        for (i, w) in self.witnesses.list.iter().enumerate() {
+            let v = accord_proto::note::Verifier::from_vkey(&w.vkey)
+                .map_err(|e| err(format!("witnesses.list[{i}].vkey"), e.to_string()))?;
+            if v.kind() != accord_proto::note::KeyKind::CosignatureV1 {
+                return Err(err(format!("witnesses.list[{i}].vkey"), "not a cosignature/v1 key (type 0x04)"));
+            }
+            check_endpoint(&format!("witnesses.list[{i}].endpoint"), &w.endpoint)?;
+            if let Some(ca) = &w.ca {
+                if !ca.is_file() {
+                    return Err(err(format!("witnesses.list[{i}].ca"), format!("file not found: {}", ca.display())));
+                }
+            }
+        }
+        let f = &self.federation;
+        for (field, v) in [
+            ("federation.batch_size", f.batch_size as u64),
+            ("federation.quarantine_timeout_ms", f.quarantine_timeout_ms),
+            ("federation.retry_base_ms", f.retry_base_ms),
+            ("federation.breaker_failures", u64::from(f.breaker_failures)),
+            ("federation.receipt_poll_ms", f.receipt_poll_ms),
+            ("federation.request_timeout_ms", f.request_timeout_ms),
+        ] {
+            if v == 0 {
+                return Err(err(field, "must be > 0"));
+            }
+        }
+        if f.retry_max_ms < f.retry_base_ms {
+            return Err(err("federation.retry_max_ms", "must be >= federation.retry_base_ms"));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, p) in self.peers.iter().enumerate() {
+            check_name(&format!("peers[{i}].name"), &p.name)?;
+            if p.name == self.name || !seen.insert(&p.name) {
+                return Err(err(format!("peers[{i}].name"), format!("duplicate organisation {:?}", p.name)));
+            }
+            check_endpoint(&format!("peers[{i}].endpoint"), &p.endpoint)?;
+            if p.vkeys.is_empty() {
+                return Err(err(format!("peers[{i}].vkeys"), "at least one key is required"));
+            }
+            for (j, v) in p.vkeys.iter().enumerate() {
+                accord_proto::note::Verifier::from_vkey(v)
+                    .map_err(|e| err(format!("peers[{i}].vkeys[{j}]"), e.to_string()))?;
+            }
+            if !p.ca.is_file() {
+                return Err(err(format!("peers[{i}].ca"), format!("file not found: {}", p.ca.display())));
+            }
+        }
+        Ok(())
+    }
+
+    /// The log origin (checkpoint first line, and the key name of checkpoint signatures).
+    pub fn origin(&self) -> String {
+        self.log.origin.clone().unwrap_or_else(|| format!("{}.accord/log", self.name))
+    }
+}
+
+fn check_name(field: &str, name: &str) -> Result<(), ConfigError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok { Ok(()) } else { Err(err(field, format!("{name:?}: use 1-64 of [A-Za-z0-9._-]"))) }
+}
+
+fn check_sha256_hex(field: &str, t: &str) -> Result<(), ConfigError> {
+    match hex::decode(t) {
+        Ok(b) if b.len() == 32 => Ok(()),
+        _ => Err(err(field, "must be 64 hex digits (SHA-256 of the token)")),
+    }
+}
+
+fn check_endpoint(field: &str, e: &str) -> Result<(), ConfigError> {
+    match e.parse::<http::Uri>() {
+        Ok(u) if u.scheme_str() == Some("https") && u.host().is_some() => Ok(()),
+        _ => Err(err(field, format!("{e:?}: expected https://host:port"))),
+    }
+}
+
+/// Parses "org/name" into its two parts.
+pub fn parse_party(s: &str) -> Result<(String, String), String> {
+    match s.split_once('/') {
+        Some((o, n)) if !o.is_empty() && !n.is_empty() && !n.contains('/') => Ok((o.into(), n.into())),
+        _ => Err(format!("{s:?}: expected \"organisation/party\"")),
+    }
+}
+
+impl Config {
+    /// Validates an organisation or party name (used by `init` for its flags).
+    pub fn check_org_name(name: &str) -> Result<(), ConfigError> {
+        check_name("--name", name)
+    }
+}

@@ -1,0 +1,121 @@
+//! The node's one error type, and its mapping to gRPC status codes.
+//!
+//! Every status carries a machine-readable reason in the `accord-reason` metadata entry (and, for
+//! bad input, the offending field in `accord-field`). `Internal` and `Storage` never leak detail
+//! to the client: the detail is logged, the client sees "internal error".
+
+/// Errors of the Accord node.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A field of a request is malformed or missing. Nothing was written.
+    #[error("invalid argument: {field}: {reason}")]
+    InvalidArgument {
+        /// The offending field, dotted (e.g. `record.payload`).
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A signature does not verify, or is made by a key the author does not hold.
+    #[error("bad signature: {0}")]
+    BadSignature(String),
+    /// The thing asked for does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The caller is not authenticated.
+    #[error("unauthenticated: {0}")]
+    Unauthenticated(String),
+    /// The caller may not do this.
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    /// The system is not in a state that allows this.
+    #[error("failed precondition: {0}")]
+    FailedPrecondition(String),
+    /// Too much at once; retry later.
+    #[error("resource exhausted: {0}")]
+    ResourceExhausted(String),
+    /// The ledger writer has stopped (after a failed write, or at shutdown).
+    #[error("the ledger has stopped")]
+    LedgerStopped,
+    /// A peer or witness could not be reached.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    /// RocksDB failed or holds something it should not.
+    #[error("storage: {0}")]
+    Storage(String),
+    /// A configuration error naming the field.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// TLS material could not be loaded.
+    #[error("tls: {0}")]
+    Tls(String),
+    /// A bug.
+    #[error("internal: {0}")]
+    Internal(String),
+    /// A peer's envelope or call was refused (seed 000, "Federation admission"); `code` is from
+    /// the closed list in federation.proto and is the `accord-reason`. Nothing was admitted.
+    #[error("refused: {code}: {detail}")]
+    Refused {
+        /// The reason code, e.g. `unknown_peer`, `wrong_tls_identity`, `bad_signature`.
+        code: &'static str,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+impl Error {
+    /// Shorthand for [`Error::InvalidArgument`].
+    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::InvalidArgument { field: field.into(), reason: reason.into() }
+    }
+
+    /// The machine-readable reason (`accord-reason`).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Error::InvalidArgument { .. } => "invalid_argument",
+            Error::BadSignature(_) => "bad_signature",
+            Error::NotFound(_) => "not_found",
+            Error::Unauthenticated(_) => "unauthenticated",
+            Error::PermissionDenied(_) => "permission_denied",
+            Error::FailedPrecondition(_) => "failed_precondition",
+            Error::ResourceExhausted(_) => "resource_exhausted",
+            Error::LedgerStopped => "ledger_stopped",
+            Error::Unavailable(_) => "unavailable",
+            Error::Storage(_) | Error::Internal(_) => "internal",
+            Error::Config(_) => "config",
+            Error::Tls(_) => "tls",
+            Error::Refused { code, .. } => code,
+        }
+    }
+}
+
+impl From<Error> for tonic::Status {
+    fn from(e: Error) -> Self {
+        use tonic::Code;
+        let code = match &e {
+            Error::InvalidArgument { .. } | Error::BadSignature(_) => Code::InvalidArgument,
+            Error::NotFound(_) => Code::NotFound,
+            Error::Unauthenticated(_) => Code::Unauthenticated,
+            Error::PermissionDenied(_) | Error::Refused { .. } => Code::PermissionDenied,
+            Error::FailedPrecondition(_) => Code::FailedPrecondition,
+            Error::ResourceExhausted(_) => Code::ResourceExhausted,
+            Error::LedgerStopped | Error::Unavailable(_) => Code::Unavailable,
+            Error::Storage(_) | Error::Internal(_) | Error::Config(_) | Error::Tls(_) => Code::Internal,
+        };
+        let message = if code == Code::Internal {
+            tracing::error!(error = %e, "internal error");
+            "internal error".to_string()
+        } else {
+            e.to_string()
+        };
+        let mut status = tonic::Status::new(code, message);
+        if let Ok(v) = e.reason().parse() {
+            status.metadata_mut().insert("accord-reason", v);
+        }
+        if let Error::InvalidArgument { field, .. } = &e {
+            if let Ok(v) = field.parse() {
+                status.metadata_mut().insert("accord-field", v);
+            }
+        }
+        status
+    }
+}

@@ -1,0 +1,112 @@
+//! Federation between organisations (DESIGN.md, "Federation"; seed 000, "Federation admission"
+//! and "Durability states").
+//!
+//! | module | holds |
+//! |---|---|
+//! | [`peers`] | the peer registry (cf `peers`), their keys and TLS identities |
+//! | [`route`] | the router: tails the ledger, queues local records for peers' organisations |
+//! | [`outbox`] | the durable per-peer queues (cf `outbox`) |
+//! | [`sender`] | one delivery task per peer: envelopes, receipts, retries |
+//! | [`breaker`] | exponential backoff with jitter, circuit breaker |
+//! | [`inbox`] | admission of a peer's envelope, record by record (cf `inbox`) |
+//! | [`quarantine`] | records waiting for their basis (cf `quarantine`), timeouts, operator decisions |
+//! | [`receipts`] | receipts: building, offline verification, the sender's store (cf `receipts`) |
+//! | [`codes`] | outcomes and the closed list of reason codes |
+//!
+//! The path: a locally authored record enters the ledger → the router queues it for each peer
+//! organisation with a party in its commitment → that peer's sender delivers it in a signed
+//! envelope → the peer admits, quarantines or rejects it, writes an admission declaration to its
+//! own ledger and answers with signed receipts → the sender stores them and the record's
+//! durability at that peer advances (federated → admitted, quarantined or rejected), and later
+//! receipts carry the peer's checkpoint and inclusion proof.
+
+pub mod breaker;
+pub mod codes;
+pub mod db;
+pub mod inbox;
+pub mod outbox;
+pub mod peers;
+pub mod quarantine;
+pub mod receipts;
+pub mod route;
+pub mod sender;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::ledger::Store;
+use crate::server::Node;
+use accord_kernel as k;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use tokio_util::sync::CancellationToken;
+
+/// The operator's party name inside the organisation: author of hand-made admission decisions.
+pub const OPERATOR_PARTY: &str = "operator";
+
+/// Federation state of a node.
+pub struct Federation {
+    /// The peers.
+    pub peers: peers::Peers,
+    /// Per-peer queues.
+    pub outbox: outbox::Outbox,
+    /// The sender's receipts.
+    pub receipts: receipts::ReceiptStore,
+    /// Quarantined records.
+    pub quarantine: quarantine::Quarantine,
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    health: Mutex<HashMap<String, Arc<sender::Health>>>,
+}
+
+impl std::fmt::Debug for Federation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Federation")
+            .field("peers", &self.peers)
+            .finish()
+    }
+}
+
+impl Federation {
+    /// Opens the federation state over the node's store; seeds the config's peers, and keeps
+    /// `tls` (the listener's client-certificate verifier) and `access` (the kernel's) in step
+    /// with the peers.
+    pub fn open(
+        config: &Config,
+        store: Arc<Store>,
+        tls: Option<Arc<crate::tls::DynamicClientVerifier>>,
+        access: Arc<RwLock<k::Access>>,
+    ) -> Result<Federation, Error> {
+        Ok(Federation {
+            peers: peers::Peers::load(store.clone(), config, tls, access)?,
+            outbox: outbox::Outbox::open(store.clone())?,
+            receipts: receipts::ReceiptStore::new(store.clone()),
+            quarantine: quarantine::Quarantine::open(store)?,
+            locks: Mutex::new(HashMap::new()),
+            health: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The lock that serialises admission decisions about one peer's records.
+    pub fn peer_lock(&self, peer: &str) -> Arc<tokio::sync::Mutex<()>> {
+        match self.locks.lock() {
+            Ok(mut m) => m.entry(peer.to_string()).or_default().clone(),
+            Err(_) => Arc::new(tokio::sync::Mutex::new(())),
+        }
+    }
+
+    /// A peer's delivery health.
+    pub fn health(&self, peer: &str) -> Arc<sender::Health> {
+        match self.health.lock() {
+            Ok(mut m) => m.entry(peer.to_string()).or_default().clone(),
+            Err(_) => Arc::new(sender::Health::default()),
+        }
+    }
+}
+
+/// Starts the router, the senders and the quarantine task; they stop at `shutdown`.
+pub fn spawn(node: &Arc<Node>, shutdown: &CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
+    vec![
+        tokio::spawn(route::run(node.clone(), shutdown.clone())),
+        tokio::spawn(sender::run(node.clone(), shutdown.clone())),
+        tokio::spawn(quarantine::run(node.clone(), shutdown.clone())),
+    ]
+}

@@ -1,0 +1,214 @@
+//! The router: tails the ledger from a persisted cursor (`meta` key `federation/route_cursor`)
+//! and, for each new record, O(batch):
+//!
+//! * queues a locally authored record for every peer organisation that has a party in it — the
+//!   parties of its commitment (`Commitment::parties()` and the candidate obligors) and the
+//!   parties the record itself names (DESIGN.md, "Federation"). Admission declarations stay
+//!   local (the peer gets a receipt instead), and so do records the kernel rejected here;
+//! * wakes the quarantined records waiting for it (seed 000, "Federation admission": a
+//!   quarantine "later closes as admitted").
+//!
+//! The outbox items and the cursor are written in one batch, so a crash re-routes exactly the
+//! records whose items were lost.
+
+use super::outbox::Item;
+use crate::error::Error;
+use crate::server::Node;
+use accord_proto::pb::record::v1::{self as pb, Record, record::Operation};
+use accord_proto::pb::work::v1::LedgerEntry;
+use accord_proto::signing::RecordId;
+use prost::Message;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+const CURSOR: &str = "federation/route_cursor";
+const STEP: usize = 512;
+
+fn cursor(node: &Node) -> Result<u64, Error> {
+    Ok(match node.ledger.store().meta(CURSOR)? {
+        Some(v) => v.as_slice().try_into().map(u64::from_be_bytes).unwrap_or(0),
+        None => 0,
+    })
+}
+
+fn named_parties(r: &Record, out: &mut Vec<pb::PartyRef>) {
+    use accord_proto::pb::record::v1::{assign, delegate};
+    let mut push = |p: &Option<pb::PartyRef>| {
+        if let Some(p) = p {
+            out.push(p.clone());
+        }
+    };
+    match &r.operation {
+        Some(Operation::Request(q)) => {
+            for p in [
+                &q.obligee,
+                &q.candidate,
+                &q.acceptor,
+                &q.accountable,
+                &q.principal,
+            ] {
+                push(p);
+            }
+            if let Some(queue) = &q.queue {
+                push(&queue.owner);
+                queue.candidates.iter().for_each(|c| push(&Some(c.clone())));
+            }
+        }
+        Some(Operation::Delegate(d)) => {
+            if let Some(delegate::Step::Offer(o)) = &d.step {
+                push(&o.to);
+            }
+        }
+        Some(Operation::Assign(a)) => {
+            if let Some(assign::Step::Offer(o)) = &a.step {
+                push(&o.to);
+            }
+        }
+        Some(Operation::Offer(o)) => push(&o.to),
+        Some(Operation::Reassign(o)) => push(&o.to),
+        Some(Operation::Nominate(n)) => push(&n.candidate),
+        Some(Operation::Forward(f)) => {
+            if let Some(queue) = &f.to {
+                push(&queue.owner);
+                queue.candidates.iter().for_each(|c| push(&Some(c.clone())));
+            }
+        }
+        Some(Operation::OpenCondition(c)) => {
+            if let Some(c) = &c.condition {
+                push(&c.addressed_to);
+            }
+        }
+        Some(Operation::PromiseConditional(c)) => {
+            if let Some(c) = &c.condition {
+                push(&c.addressed_to);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The peer organisations a local ledger entry goes to (none for a peer's record, an admission
+/// declaration, or a record the kernel rejected).
+pub fn destinations(node: &Node, entry: &LedgerEntry) -> Vec<String> {
+    let Some(signed) = &entry.record else {
+        return Vec::new();
+    };
+    let Ok(r) = Record::decode(signed.payload.as_ref()) else {
+        return Vec::new();
+    };
+    if r.author.as_ref().map(|a| a.organisation.as_str()) != Some(node.name()) {
+        return Vec::new();
+    }
+    if matches!(r.operation, Some(Operation::Admission(_)))
+        || !entry.outcome.as_ref().is_some_and(|o| o.applied)
+    {
+        return Vec::new();
+    }
+    let mut orgs = BTreeSet::new();
+    if let Ok(p) = node.projection.read() {
+        if let Some(c) = p.get(&r.commitment_id) {
+            for party in c.parties().into_iter().chain(c.candidate_obligors()) {
+                orgs.insert(party.organisation);
+            }
+        }
+    }
+    let mut named = Vec::new();
+    named_parties(&r, &mut named);
+    orgs.extend(named.into_iter().map(|p| p.organisation));
+    orgs.remove(node.name());
+    let fed = &node.federation;
+    orgs.into_iter()
+        .filter(|o| fed.peers.get(o).is_some())
+        .collect()
+}
+
+/// Routes `[from, to)`; returns the new cursor and, per peer, how many items were queued, and
+/// the quarantined records to wake.
+fn step(
+    node: &Node,
+    from: u64,
+    to: u64,
+) -> Result<(u64, BTreeMap<String, u64>, Vec<RecordId>), Error> {
+    let store = node.ledger.store();
+    let entries = store.range(from, ((to - from) as usize).min(STEP))?;
+    let Some(last) = entries.last() else {
+        return Ok((from, BTreeMap::new(), Vec::new()));
+    };
+    let next = last.sequence + 1;
+    let fed = &node.federation;
+    let mut batch = rocksdb::WriteBatch::default();
+    let mut queued = BTreeMap::new();
+    let mut wake = Vec::new();
+    let now = crate::clock::now_ms();
+    for e in &entries {
+        let Ok(id) = <RecordId>::try_from(e.record_id.as_ref()) else {
+            continue;
+        };
+        wake.extend(fed.quarantine.waiters(&id)?);
+        for peer in destinations(node, e) {
+            fed.outbox.enqueue(
+                &mut batch,
+                &peer,
+                &Item {
+                    ledger_seq: e.sequence,
+                    record_id: id,
+                    queued_at: now,
+                },
+            )?;
+            *queued.entry(peer).or_insert(0) += 1;
+        }
+    }
+    batch.put_cf(store.cf("meta")?, CURSOR, next.to_be_bytes());
+    super::db::write(store, batch, false)?;
+    Ok((next, queued, wake))
+}
+
+/// Runs until `shutdown`.
+pub async fn run(node: Arc<Node>, shutdown: CancellationToken) {
+    let mut len = node.ledger.watch_len();
+    let mut at = match cursor(&node) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "federation router: cannot read its cursor; not routing");
+            return;
+        }
+    };
+    loop {
+        let target = *len.borrow_and_update();
+        let mut stalled = false;
+        while at < target && !stalled {
+            let n = node.clone();
+            let from = at;
+            match tokio::task::spawn_blocking(move || step(&n, from, target)).await {
+                Ok(Ok((next, queued, wake))) => {
+                    for (peer, count) in queued {
+                        node.federation.outbox.committed(&peer, count);
+                    }
+                    node.federation.quarantine.wake(wake);
+                    stalled = next == at;
+                    at = next;
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "federation router step failed; retrying");
+                    stalled = true;
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "federation router step panicked");
+                    return;
+                }
+            }
+        }
+        if stalled {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(500)) => continue,
+            }
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            r = len.changed() => if r.is_err() { return },
+        }
+    }
+}

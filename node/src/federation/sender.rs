@@ -1,0 +1,503 @@
+//! Delivery to peers (DESIGN.md, "Federation": "Delivery is durable and retried per peer with
+//! backoff and a circuit breaker; an unreachable peer never blocks the others").
+//!
+//! One task per enabled peer takes a batch from the head of the peer's outbox, sends it as one
+//! envelope signed by the node key (DSSE, `ENVELOPE_PAYLOAD_TYPE`) over mutual TLS, verifies the
+//! receipts against the peer's keys, stores them, advances each record's durability
+//! (federated → admitted, quarantined or rejected), and only then removes the batch from the
+//! outbox — so a crash or a failed call re-sends it, and the receiver's dedup answers with the
+//! original receipts. Failures back off behind a [`Breaker`]; `ResourceExhausted` halves the
+//! batch and slows down. Receipts still lacking a decision or a proof are polled with
+//! `GetReceipts`.
+
+use super::breaker::{Breaker, State};
+use super::outbox::Item;
+use super::peers::Peer;
+use super::receipts;
+use crate::error::Error;
+use crate::server::Node;
+use accord_proto::note::Verifier;
+use accord_proto::pb::federation::v1::federation_service_client::FederationServiceClient;
+use accord_proto::pb::federation::v1::{
+    DeliverRequest, Envelope, GetReceiptsRequest, ReceiptKind, Signed,
+};
+use accord_proto::signing::{self, ENVELOPE_PAYLOAD_TYPE, RecordId};
+use prost::Message;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+
+/// Most bytes of records in one envelope.
+const MAX_ENVELOPE_BYTES: usize = 4 * 1024 * 1024;
+/// Largest gRPC message either side accepts.
+pub const MAX_MESSAGE: usize = 64 * 1024 * 1024;
+
+/// A peer's delivery health (AdminService.GetPeerHealth).
+#[derive(Debug)]
+pub struct Health {
+    last_success: AtomicI64,
+    last_error: Mutex<String>,
+    breaker: Mutex<State>,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Self {
+            last_success: AtomicI64::new(0),
+            last_error: Mutex::new(String::new()),
+            breaker: Mutex::new(State::Closed),
+        }
+    }
+}
+
+impl Health {
+    /// Last successful delivery (Unix ms), 0 if never.
+    pub fn last_success(&self) -> i64 {
+        self.last_success.load(Ordering::Relaxed)
+    }
+
+    /// The last error, if any.
+    pub fn last_error(&self) -> String {
+        self.last_error
+            .lock()
+            .map(|e| e.clone())
+            .unwrap_or_default()
+    }
+
+    /// The breaker state.
+    pub fn breaker(&self) -> State {
+        self.breaker.lock().map(|b| *b).unwrap_or(State::Closed)
+    }
+
+    fn set_breaker(&self, s: State) {
+        if let Ok(mut b) = self.breaker.lock() {
+            *b = s;
+        }
+    }
+
+    fn error(&self, e: String) {
+        if let Ok(mut l) = self.last_error.lock() {
+            *l = e;
+        }
+    }
+}
+
+enum Fail {
+    /// The peer said ResourceExhausted: slow down.
+    Exhausted(String),
+    /// Anything else: back off.
+    Other(String),
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Self {
+        Fail::Other(e.to_string())
+    }
+}
+
+fn channel(node: &Node, peer: &Peer) -> Result<Channel, Error> {
+    let endpoint = &peer.record.endpoint;
+    let uri: http::Uri = endpoint
+        .parse()
+        .map_err(|e| Error::invalid("peer.endpoint", format!("{e}")))?;
+    let host = uri
+        .host()
+        .unwrap_or("localhost")
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let cert = std::fs::read(&node.config.tls.cert)
+        .map_err(|e| Error::Tls(format!("{}: {e}", node.config.tls.cert.display())))?;
+    let key = std::fs::read(&node.config.tls.key)
+        .map_err(|e| Error::Tls(format!("{}: {e}", node.config.tls.key.display())))?;
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(peer.record.tls_pem.as_bytes()))
+        .identity(Identity::from_pem(cert, key))
+        .domain_name(host);
+    Ok(Endpoint::from_shared(endpoint.clone())
+        .map_err(|e| Error::invalid("peer.endpoint", e.to_string()))?
+        .tls_config(tls)
+        .map_err(|e| Error::Tls(e.to_string()))?
+        .connect_timeout(Duration::from_secs(3))
+        .timeout(Duration::from_millis(
+            node.config.federation.request_timeout_ms,
+        ))
+        .tcp_nodelay(true)
+        .connect_lazy())
+}
+
+fn client(ch: Channel) -> FederationServiceClient<Channel> {
+    FederationServiceClient::new(ch)
+        .max_decoding_message_size(MAX_MESSAGE)
+        .max_encoding_message_size(MAX_MESSAGE)
+}
+
+fn status_fail(s: tonic::Status) -> Fail {
+    let reason = s
+        .metadata()
+        .get("accord-reason")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let msg = format!("{:?}: {} {}", s.code(), reason, s.message());
+    if s.code() == tonic::Code::ResourceExhausted {
+        Fail::Exhausted(msg)
+    } else {
+        Fail::Other(msg)
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))?
+}
+
+/// Sends one envelope of the head of the queue; returns how many records it carried.
+async fn send(
+    node: &Arc<Node>,
+    peer: &Peer,
+    ch: &Channel,
+    items: Vec<(u64, Item)>,
+) -> Result<usize, Fail> {
+    let n = node.clone();
+    let loaded = blocking(move || {
+        let store = n.ledger.store();
+        let mut out = Vec::with_capacity(items.len());
+        let mut bytes = 0;
+        for (seq, item) in items {
+            let e = store.get(item.ledger_seq)?.ok_or_else(|| {
+                Error::Storage(format!("outbox names missing sequence {}", item.ledger_seq))
+            })?;
+            let r = e
+                .record
+                .ok_or_else(|| Error::Storage("ledger entry without record".into()))?;
+            bytes += r.encoded_len();
+            if !out.is_empty() && bytes > MAX_ENVELOPE_BYTES {
+                break;
+            }
+            out.push((seq, item, r));
+        }
+        Ok(out)
+    })
+    .await?;
+    let first_sequence = loaded.first().map(|(s, _, _)| *s).unwrap_or(0);
+    let seqs: Vec<u64> = loaded.iter().map(|(s, _, _)| *s).collect();
+    let ids: Vec<RecordId> = loaded.iter().map(|(_, i, _)| i.record_id).collect();
+    let env = Envelope {
+        sender: node.name().to_string(),
+        receiver: peer.name().to_string(),
+        first_sequence,
+        sent_at_unix_ms: crate::clock::now_ms(),
+        records: loaded.into_iter().map(|(_, _, r)| r).collect(),
+    };
+    let payload = env.encode_to_vec();
+    let sig = signing::sign(&node.signer, ENVELOPE_PAYLOAD_TYPE, &payload);
+    let env_id = signing::record_id(ENVELOPE_PAYLOAD_TYPE, &payload);
+    let req = DeliverRequest {
+        envelope: Some(Signed {
+            payload: payload.into(),
+            payload_type: ENVELOPE_PAYLOAD_TYPE.into(),
+            signatures: vec![sig],
+        }),
+    };
+    let resp = client(ch.clone())
+        .deliver(req)
+        .await
+        .map_err(status_fail)?
+        .into_inner();
+    let keys: Vec<Verifier> = peer.keys_at(crate::clock::now_ms()).cloned().collect();
+    let first = resp
+        .receipts
+        .first()
+        .ok_or_else(|| Fail::Other("no envelope receipt in the answer".into()))?;
+    let v = receipts::verify(first, &keys, &[])
+        .map_err(|e| Fail::Other(format!("envelope receipt: {e}")))?;
+    let r = &v.receipt;
+    if r.kind != ReceiptKind::EnvelopeRecorded as i32
+        || r.envelope_id[..] != env_id[..]
+        || r.receiver != peer.name()
+        || r.sender != node.name()
+    {
+        return Err(Fail::Other(
+            "the envelope receipt is not about this envelope".into(),
+        ));
+    }
+    let want: HashSet<RecordId> = ids.iter().copied().collect();
+    let mut verified = Vec::new();
+    for (i, s) in resp.receipts.iter().enumerate().skip(1) {
+        match receipts::verify(s, &keys, &[]) {
+            Ok(v)
+                if v.decision.is_some()
+                    && v.receipt.receiver == peer.name()
+                    && v.receipt.sender == node.name()
+                    && <RecordId>::try_from(v.receipt.record_id.as_ref())
+                        .is_ok_and(|id| want.contains(&id)) =>
+            {
+                verified.push((v, s.clone()))
+            }
+            Ok(_) => tracing::warn!(
+                peer = peer.name(),
+                index = i,
+                "receipt is not about a record of this envelope; ignored"
+            ),
+            Err(e) => {
+                tracing::warn!(peer = peer.name(), index = i, error = %e, "receipt does not verify; ignored")
+            }
+        }
+    }
+    let (n, peer_name, env_receipt, issued) = (
+        node.clone(),
+        peer.name().to_string(),
+        first.encode_to_vec(),
+        r.issued_at_unix_ms,
+    );
+    let count = seqs.len();
+    blocking(move || {
+        let fed = &n.federation;
+        let mut batch = rocksdb::WriteBatch::default();
+        fed.receipts.envelope_recorded(&mut batch, &peer_name, &ids, &env_receipt, issued)?;
+        for (v, s) in &verified {
+            if let Some(d) = &v.decision {
+                tracing::debug!(peer = %peer_name, record_id = %hex::encode(&v.receipt.record_id), decision = %d, "receipt");
+            }
+            fed.receipts.admission(&mut batch, &peer_name, v, s)?;
+        }
+        fed.outbox.remove(&mut batch, &peer_name, &seqs)?;
+        super::db::write(n.ledger.store(), batch, true)?;
+        fed.outbox.removed(&peer_name, seqs.len() as u64);
+        Ok(())
+    })
+    .await?;
+    tracing::debug!(peer = peer.name(), records = count, envelope = %hex::encode(env_id), "envelope delivered");
+    Ok(count)
+}
+
+/// Fetches newer receipts for records still lacking a decision or a proof.
+async fn poll(node: &Arc<Node>, peer: &Peer, ch: &Channel) -> Result<(), Fail> {
+    let fed = &node.federation;
+    let ids = fed.receipts.pending(peer.name(), 256)?;
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let req = GetReceiptsRequest {
+        record_ids: ids.iter().map(|i| i.to_vec().into()).collect(),
+    };
+    let resp = client(ch.clone())
+        .get_receipts(req)
+        .await
+        .map_err(status_fail)?
+        .into_inner();
+    let keys: Vec<Verifier> = peer.keys_at(crate::clock::now_ms()).cloned().collect();
+    let want: HashSet<RecordId> = ids.into_iter().collect();
+    let mut verified = Vec::new();
+    for s in resp.receipts {
+        match receipts::verify(&s, &keys, &[]) {
+            Ok(v)
+                if v.receipt.receiver == peer.name()
+                    && v.receipt.sender == node.name()
+                    && <RecordId>::try_from(v.receipt.record_id.as_ref())
+                        .is_ok_and(|id| want.contains(&id)) =>
+            {
+                verified.push((v, s))
+            }
+            Ok(_) => tracing::warn!(
+                peer = peer.name(),
+                "polled receipt is not about a pending record; ignored"
+            ),
+            Err(e) => {
+                tracing::warn!(peer = peer.name(), error = %e, "polled receipt does not verify; ignored")
+            }
+        }
+    }
+    let (n, peer_name) = (node.clone(), peer.name().to_string());
+    blocking(move || {
+        let fed = &n.federation;
+        let mut batch = rocksdb::WriteBatch::default();
+        for (v, s) in &verified {
+            if let Some(st) = fed.receipts.admission(&mut batch, &peer_name, v, s)? {
+                tracing::debug!(peer = %peer_name, record_id = %hex::encode(&v.receipt.record_id), durability = st.durability, proven = st.proven, "receipt updated");
+            }
+        }
+        super::db::write(n.ledger.store(), batch, true)
+    })
+    .await?;
+    Ok(())
+}
+
+async fn pause(cancel: &CancellationToken, d: Duration) -> bool {
+    tokio::select! {
+        _ = cancel.cancelled() => false,
+        _ = tokio::time::sleep(d) => true,
+    }
+}
+
+/// Delivers to one peer until cancelled, or until the peer is disabled or removed.
+pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) {
+    let fed = &node.federation;
+    let cfg = node.config.federation.clone();
+    let health = fed.health(&name);
+    let base = Duration::from_millis(cfg.retry_base_ms);
+    let max = Duration::from_millis(cfg.retry_max_ms);
+    let mut breaker = Breaker::new(cfg.breaker_failures, base, max);
+    let mut limit = cfg.batch_size;
+    let mut throttle = Duration::ZERO;
+    let mut conn: Option<(String, Channel)> = None;
+    let notify = fed.outbox.notify(&name);
+    let poll_every = Duration::from_millis(cfg.receipt_poll_ms);
+    let mut next_poll = Instant::now() + poll_every;
+    tracing::info!(peer = %name, "federation sender started");
+    loop {
+        if cancel.is_cancelled() {
+            return;
+        }
+        let Some(peer) = fed.peers.get(&name).filter(|p| p.enabled()) else {
+            tracing::info!(peer = %name, "federation sender stopped: peer disabled or removed");
+            return;
+        };
+        if let Some(wait) = breaker.ready_in(Instant::now()) {
+            health.set_breaker(breaker.state());
+            if !pause(&cancel, wait).await {
+                return;
+            }
+            continue;
+        }
+        health.set_breaker(breaker.state());
+        let conn_key = format!("{}\n{}", peer.record.endpoint, peer.record.tls_pem);
+        if conn.as_ref().is_none_or(|(k, _)| *k != conn_key) {
+            match channel(&node, &peer) {
+                Ok(ch) => conn = Some((conn_key, ch)),
+                Err(e) => {
+                    health.error(e.to_string());
+                    let w = breaker.failure(Instant::now());
+                    tracing::warn!(peer = %name, error = %e, "cannot build a channel to the peer");
+                    if !pause(&cancel, w).await {
+                        return;
+                    }
+                    continue;
+                }
+            }
+        }
+        let Some((_, ch)) = conn.clone() else {
+            continue;
+        };
+        let fed2 = node.clone();
+        let (peer_name, lim) = (name.clone(), limit);
+        let items = match blocking(move || fed2.federation.outbox.peek(&peer_name, lim)).await {
+            Ok(i) => i,
+            Err(e) => {
+                tracing::warn!(peer = %name, error = %e, "outbox read failed");
+                if !pause(&cancel, Duration::from_secs(1)).await {
+                    return;
+                }
+                continue;
+            }
+        };
+        let mut result = Ok(());
+        if !items.is_empty() {
+            result = match send(&node, &peer, &ch, items).await {
+                Ok(_) => {
+                    health
+                        .last_success
+                        .store(crate::clock::now_ms(), Ordering::Relaxed);
+                    limit = (limit * 2).min(cfg.batch_size);
+                    throttle /= 2;
+                    if throttle < Duration::from_millis(1) {
+                        throttle = Duration::ZERO;
+                    }
+                    Ok(())
+                }
+                Err(f) => Err(f),
+            };
+        }
+        if result.is_ok() && Instant::now() >= next_poll {
+            next_poll = Instant::now() + poll_every;
+            result = poll(&node, &peer, &ch).await;
+        }
+        match result {
+            Ok(()) => {
+                if breaker.state() != State::Closed || breaker.failures() > 0 {
+                    tracing::info!(peer = %name, "peer reachable again");
+                }
+                breaker.success();
+                health.set_breaker(State::Closed);
+                if !items_left(&node, &name) {
+                    // Idle: wait for new records or the next receipt poll.
+                    let until = next_poll.saturating_duration_since(Instant::now());
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        _ = notify.notified() => {}
+                        _ = tokio::time::sleep(until) => {}
+                    }
+                }
+                if !throttle.is_zero() && !pause(&cancel, throttle).await {
+                    return;
+                }
+            }
+            Err(Fail::Exhausted(msg)) => {
+                limit = (limit / 2).max(1);
+                throttle = (throttle * 2).clamp(base, max);
+                tracing::info!(peer = %name, batch = limit, delay_ms = throttle.as_millis() as u64, "peer is busy; slowing down");
+                health.error(msg);
+                if !pause(&cancel, throttle).await {
+                    return;
+                }
+            }
+            Err(Fail::Other(msg)) => {
+                let w = breaker.failure(Instant::now());
+                health.set_breaker(breaker.state());
+                tracing::warn!(peer = %name, error = %msg, failures = breaker.failures(), breaker = breaker.state().as_str(), retry_in_ms = w.as_millis() as u64, "delivery failed");
+                health.error(msg);
+            }
+        }
+    }
+}
+
+fn items_left(node: &Node, peer: &str) -> bool {
+    node.federation.outbox.depth(peer) > 0
+}
+
+/// Keeps one sender task per enabled peer, following peer changes, until `shutdown`.
+pub async fn run(node: Arc<Node>, shutdown: CancellationToken) {
+    let mut changes = node.federation.peers.subscribe();
+    let mut tasks: HashMap<String, (CancellationToken, tokio::task::JoinHandle<()>)> =
+        HashMap::new();
+    loop {
+        changes.borrow_and_update();
+        let wanted: HashSet<String> = node
+            .federation
+            .peers
+            .list()
+            .into_iter()
+            .filter(|p| p.enabled())
+            .map(|p| p.name().to_string())
+            .collect();
+        tasks.retain(|name, (tok, h)| {
+            let keep = wanted.contains(name) && !h.is_finished();
+            if !keep {
+                tok.cancel();
+            }
+            keep
+        });
+        for name in wanted {
+            if !tasks.contains_key(&name) {
+                let tok = shutdown.child_token();
+                let h = tokio::spawn(run_peer(node.clone(), name.clone(), tok.clone()));
+                tasks.insert(name, (tok, h));
+            }
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            r = changes.changed() => if r.is_err() { break },
+        }
+    }
+    for (_, (tok, h)) in tasks {
+        tok.cancel();
+        let _ = h.await;
+    }
+}

@@ -1,0 +1,140 @@
+//! The daemon: [`run`] wires the ledger, the projection and the gRPC services together and serves
+//! them over TLS until `shutdown`, then drains in-flight calls and stops the ledger writer, which
+//! flushes. Everything that can fail on bad configuration fails before the listener is used.
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::ledger::Ledger;
+use crate::projection::{Projection, WorkMachine};
+use accord_proto::note::{Signer, Verifier};
+use accord_proto::pb;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// Shared state of a running node, handed to every service.
+#[derive(Debug)]
+pub struct Node {
+    /// The validated configuration.
+    pub config: Config,
+    /// The node key (key name = log origin).
+    pub signer: Signer,
+    /// Its public half.
+    pub node_key: Verifier,
+    /// Record keys of this organisation's parties, by party name.
+    pub party_keys: HashMap<String, Vec<Verifier>>,
+    /// Bearer tokens.
+    pub tokens: crate::auth::Tokens,
+    /// The ledger.
+    pub ledger: Ledger<accord_kernel::Record>,
+    /// Derived Work state.
+    pub projection: Arc<RwLock<Projection>>,
+    /// The latest and the latest witnessed checkpoint.
+    pub log: crate::log::LogState,
+    /// Peers, outbox, inbox, quarantine and receipts.
+    pub federation: crate::federation::Federation,
+}
+
+impl Node {
+    /// This organisation's name.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+}
+
+fn load_signer(config: &Config) -> Result<Signer, Error> {
+    let text = std::fs::read_to_string(&config.keys.node)
+        .map_err(|e| Error::invalid("keys.node", format!("{}: {e}", config.keys.node.display())))?;
+    let signer = Signer::from_skey(text.trim()).map_err(|e| Error::invalid("keys.node", e.to_string()))?;
+    if signer.name() != config.origin() {
+        return Err(Error::invalid(
+            "keys.node",
+            format!("key name {:?} must equal the log origin {:?}", signer.name(), config.origin()),
+        ));
+    }
+    Ok(signer)
+}
+
+fn party_keys(config: &Config) -> Result<HashMap<String, Vec<Verifier>>, Error> {
+    let mut m = HashMap::new();
+    for (i, p) in config.parties.iter().enumerate() {
+        let keys = p
+            .vkeys
+            .iter()
+            .map(|v| Verifier::from_vkey(v).map_err(|e| Error::invalid(format!("parties[{i}].vkeys"), e.to_string())))
+            .collect::<Result<Vec<_>, _>>()?;
+        m.insert(p.name.clone(), keys);
+    }
+    Ok(m)
+}
+
+/// Runs the node on `listener` until `shutdown` is cancelled.
+pub async fn run(config: Config, listener: TcpListener, shutdown: CancellationToken) -> Result<(), Error> {
+    config.validate()?;
+    let signer = load_signer(&config)?;
+    let party_keys = party_keys(&config)?;
+    let mut client_cas = Vec::new();
+    for p in &config.tls.client_ca {
+        client_cas.extend(crate::tls::load_certs(p)?);
+    }
+    // Peers' CAs are added by the federation's peer registry (and follow peer changes).
+    let (tls, client_verifier) =
+        crate::tls::server_config(&config.tls.cert, &config.tls.key, &client_cas, config.tls.require_client_cert)?;
+
+    let projection = Arc::new(RwLock::new(Projection::default()));
+    let machine = WorkMachine::new(projection.clone(), crate::projection::access_from_config(&config)?);
+    let access = machine.access_handle();
+    let data_dir = config.data_dir.clone();
+    let max_batch = config.ledger.max_batch;
+    let (ledger, writer) =
+        tokio::task::spawn_blocking(move || Ledger::open(&data_dir, machine, max_batch))
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))??;
+    let tokens = crate::auth::Tokens::from_config(&config);
+    let log = crate::log::LogState::load(ledger.store())?;
+    let witnesses = Arc::new(crate::log::WitnessClient::new(&config, ledger.store())?);
+    let federation =
+        crate::federation::Federation::open(&config, ledger.store().clone(), Some(client_verifier), access)?;
+    let node_key = signer.verifier();
+    let node = Arc::new(Node { config, signer, node_key, party_keys, tokens, ledger, projection, log, federation });
+    let addr = listener.local_addr().map_err(|e| Error::Internal(e.to_string()))?;
+    tracing::info!(name = %node.name(), %addr, records = node.ledger.len(), "accord node serving");
+
+    let (health_reporter, health) = tonic_health::server::health_reporter();
+    health_reporter.set_serving::<pb::work::v1::work_service_server::WorkServiceServer<crate::services::work::WorkApi>>().await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|e| Error::Internal(e.to_string()))?;
+
+    let background = CancellationToken::new();
+    let checkpointer = tokio::spawn(crate::log::run_checkpointer(node.clone(), witnesses, background.clone()));
+    let clock = tokio::spawn(crate::service_party::run_clock(node.clone(), background.clone()));
+    let federation = crate::federation::spawn(&node, &background);
+
+    let incoming = crate::tls::incoming(listener, tls, shutdown.clone());
+    let result = tonic::transport::Server::builder()
+        .add_service(health)
+        .add_service(reflection)
+        .add_service(crate::services::work::server(node.clone()))
+        .add_service(crate::services::log::server(node.clone()))
+        .add_service(crate::services::federation::server(node.clone()))
+        .add_service(crate::services::admin::server(node.clone()))
+        .serve_with_incoming_shutdown(incoming, shutdown.cancelled())
+        .await
+        .map_err(|e| Error::Internal(format!("serve: {e}")));
+    health_reporter.set_not_serving::<pb::work::v1::work_service_server::WorkServiceServer<crate::services::work::WorkApi>>().await;
+    background.cancel();
+    let _ = checkpointer.await;
+    let _ = clock.await;
+    for t in federation {
+        let _ = t.await;
+    }
+    // The writer commits what it already holds, then stops and flushes.
+    node.ledger.stop().await;
+    tokio::task::spawn_blocking(move || writer.join()).await.ok();
+    tracing::info!("accord node stopped");
+    result
+}

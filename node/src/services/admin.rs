@@ -1,0 +1,231 @@
+//! `accord.admin.v1.AdminService`: the operator's API (`accordctl admin ...`), behind the
+//! operator bearer token ([`crate::auth::Tokens::admin`]): status, peers (add, list, disable,
+//! remove, rotate a key with a validity overlap), a peer's delivery health, the quarantine
+//! (list; admit or reject by hand) and refused envelopes.
+
+use crate::error::Error;
+use crate::federation::peers::PeerRecord;
+use crate::federation::quarantine;
+use crate::server::Node;
+use accord_proto::pb::admin::v1 as pb;
+use accord_proto::pb::admin::v1::admin_service_server::{AdminService, AdminServiceServer};
+use std::sync::Arc;
+use tonic::{Request, Response, Status};
+
+/// The AdminService implementation.
+#[derive(Debug, Clone)]
+pub struct AdminApi {
+    node: Arc<Node>,
+}
+
+/// The service, ready to add to a tonic server.
+pub fn server(node: Arc<Node>) -> AdminServiceServer<AdminApi> {
+    AdminServiceServer::new(AdminApi { node })
+}
+
+impl AdminApi {
+    fn auth<T>(&self, req: &Request<T>) -> Result<(), Error> {
+        self.node.tokens.admin(req)
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Node) -> Result<T, Error> + Send + 'static,
+    ) -> Result<T, Error> {
+        let node = self.node.clone();
+        tokio::task::spawn_blocking(move || f(&node))
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))?
+    }
+}
+
+#[tonic::async_trait]
+impl AdminService for AdminApi {
+    #[tracing::instrument(skip_all)]
+    async fn get_status(
+        &self,
+        req: Request<pb::GetStatusRequest>,
+    ) -> Result<Response<pb::GetStatusResponse>, Status> {
+        self.auth(&req)?;
+        let n = &self.node;
+        Ok(Response::new(pb::GetStatusResponse {
+            name: n.name().to_string(),
+            ledger_size: n.ledger.len(),
+            checkpoint_size: n.log.latest().map(|c| c.size).unwrap_or(0),
+            witnessed_size: n.log.witnessed().map(|c| c.size).unwrap_or(0),
+            origin: n.config.origin(),
+            vkey: n.signer.verifier().to_vkey(),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(peer))]
+    async fn add_peer(
+        &self,
+        req: Request<pb::AddPeerRequest>,
+    ) -> Result<Response<pb::AddPeerResponse>, Status> {
+        self.auth(&req)?;
+        let p = req
+            .into_inner()
+            .peer
+            .ok_or_else(|| Error::invalid("peer", "required"))?;
+        tracing::Span::current().record("peer", &p.name);
+        let rec = PeerRecord::from_pb(&p);
+        self.blocking(move |n| n.federation.peers.add(rec)).await?;
+        tracing::info!(peer = %p.name, endpoint = %p.endpoint, enabled = p.enabled, "peer added");
+        Ok(Response::new(pb::AddPeerResponse {}))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn list_peers(
+        &self,
+        req: Request<pb::ListPeersRequest>,
+    ) -> Result<Response<pb::ListPeersResponse>, Status> {
+        self.auth(&req)?;
+        let peers = self
+            .node
+            .federation
+            .peers
+            .list()
+            .iter()
+            .map(|p| p.record.to_pb())
+            .collect();
+        Ok(Response::new(pb::ListPeersResponse { peers }))
+    }
+
+    #[tracing::instrument(skip_all, fields(peer = %req.get_ref().name, enabled = req.get_ref().enabled))]
+    async fn set_peer_enabled(
+        &self,
+        req: Request<pb::SetPeerEnabledRequest>,
+    ) -> Result<Response<pb::SetPeerEnabledResponse>, Status> {
+        self.auth(&req)?;
+        let r = req.into_inner();
+        self.blocking(move |n| n.federation.peers.set_enabled(&r.name, r.enabled))
+            .await?;
+        tracing::info!("peer enabled changed");
+        Ok(Response::new(pb::SetPeerEnabledResponse {}))
+    }
+
+    #[tracing::instrument(skip_all, fields(peer = %req.get_ref().name))]
+    async fn remove_peer(
+        &self,
+        req: Request<pb::RemovePeerRequest>,
+    ) -> Result<Response<pb::RemovePeerResponse>, Status> {
+        self.auth(&req)?;
+        let name = req.into_inner().name;
+        self.blocking(move |n| {
+            n.federation.peers.remove(&name)?;
+            n.federation.outbox.drop_peer(&name)
+        })
+        .await?;
+        tracing::info!("peer removed");
+        Ok(Response::new(pb::RemovePeerResponse {}))
+    }
+
+    #[tracing::instrument(skip_all, fields(peer = %req.get_ref().name))]
+    async fn rotate_peer_key(
+        &self,
+        req: Request<pb::RotatePeerKeyRequest>,
+    ) -> Result<Response<pb::RotatePeerKeyResponse>, Status> {
+        self.auth(&req)?;
+        let r = req.into_inner();
+        self.blocking(move |n| {
+            n.federation
+                .peers
+                .rotate_key(&r.name, &r.new_vkey, r.old_valid_until_unix_ms)
+        })
+        .await?;
+        tracing::info!("peer key rotated");
+        Ok(Response::new(pb::RotatePeerKeyResponse {}))
+    }
+
+    #[tracing::instrument(skip_all, fields(peer = %req.get_ref().name))]
+    async fn get_peer_health(
+        &self,
+        req: Request<pb::GetPeerHealthRequest>,
+    ) -> Result<Response<pb::GetPeerHealthResponse>, Status> {
+        self.auth(&req)?;
+        let name = req.into_inner().name;
+        let fed = &self.node.federation;
+        if fed.peers.get(&name).is_none() {
+            return Err(Error::NotFound(format!("peer {name:?}")).into());
+        }
+        let h = fed.health(&name);
+        let n = name.clone();
+        let oldest = self
+            .blocking(move |node| node.federation.outbox.oldest(&n))
+            .await?;
+        let now = crate::clock::now_ms();
+        Ok(Response::new(pb::GetPeerHealthResponse {
+            queue_depth: fed.outbox.depth(&name),
+            oldest_queued_age_ms: oldest.map(|t| (now - t).max(0)).unwrap_or(0),
+            last_success_unix_ms: h.last_success(),
+            breaker: h.breaker().as_str().to_string(),
+            last_error: h.last_error(),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn list_quarantine(
+        &self,
+        req: Request<pb::ListQuarantineRequest>,
+    ) -> Result<Response<pb::ListQuarantineResponse>, Status> {
+        self.auth(&req)?;
+        let list = self.blocking(|n| n.federation.quarantine.list()).await?;
+        let now = crate::clock::now_ms();
+        let records = list
+            .into_iter()
+            .map(|(id, q)| pb::QuarantinedRecord {
+                record_id: id.to_vec().into(),
+                peer: q.peer.clone(),
+                code: q.code().to_string(),
+                age_ms: (now - q.since).max(0),
+                author: q.author(),
+            })
+            .collect();
+        Ok(Response::new(pb::ListQuarantineResponse { records }))
+    }
+
+    #[tracing::instrument(skip_all, fields(record_id, admit = req.get_ref().admit))]
+    async fn decide_quarantined(
+        &self,
+        req: Request<pb::DecideQuarantinedRequest>,
+    ) -> Result<Response<pb::DecideQuarantinedResponse>, Status> {
+        self.auth(&req)?;
+        let r = req.into_inner();
+        let id = super::work::record_id_field("record_id", &r.record_id)?;
+        tracing::Span::current().record("record_id", hex::encode(id));
+        if r.reason.trim().is_empty() {
+            return Err(Error::invalid("reason", "required: the operator's reason").into());
+        }
+        let (decision, admission) = quarantine::decide(&self.node, id, r.admit, r.reason).await?;
+        tracing::info!(decision = %decision, "quarantined record decided by the operator");
+        Ok(Response::new(pb::DecideQuarantinedResponse {
+            admission_record_id: admission.to_vec().into(),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn list_refusals(
+        &self,
+        req: Request<pb::ListRefusalsRequest>,
+    ) -> Result<Response<pb::ListRefusalsResponse>, Status> {
+        self.auth(&req)?;
+        let limit = match req.into_inner().limit {
+            0 => 100,
+            n => n as usize,
+        };
+        let list = self
+            .blocking(move |n| crate::federation::inbox::refusals(n, limit))
+            .await?;
+        let refusals = list
+            .into_iter()
+            .map(|r| pb::Refusal {
+                peer: r.peer,
+                code: r.code,
+                detail: r.detail,
+                at_unix_ms: r.at,
+            })
+            .collect();
+        Ok(Response::new(pb::ListRefusalsResponse { refusals }))
+    }
+}

@@ -1,0 +1,7 @@
+//! The node's gRPC services. Each handler converts wire types at the edge
+//! ([`crate::convert`]) and maps [`crate::Error`] to a status through its one `From` impl.
+
+pub mod admin;
+pub mod federation;
+pub mod log;
+pub mod work;

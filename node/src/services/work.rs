@@ -1,0 +1,245 @@
+//! `accord.work.v1.WorkService`: submit, declare, read records and derived state.
+
+use crate::error::Error;
+use crate::ledger::Append;
+use crate::server::Node;
+use accord_proto::pb::record::v1::{Record, SignedRecord};
+use accord_proto::pb::work::v1 as pb;
+use accord_proto::pb::work::v1::work_service_server::{WorkService, WorkServiceServer};
+use accord_proto::signing::{self, RecordId, RECORD_PAYLOAD_TYPE};
+use prost::Message;
+use std::pin::Pin;
+use std::sync::Arc;
+use tonic::{Request, Response, Status};
+
+/// The WorkService implementation.
+#[derive(Debug, Clone)]
+pub struct WorkApi {
+    node: Arc<Node>,
+}
+
+/// The service, ready to add to a tonic server.
+pub fn server(node: Arc<Node>) -> WorkServiceServer<WorkApi> {
+    WorkServiceServer::new(WorkApi { node })
+        .max_decoding_message_size(4 * 1024 * 1024)
+}
+
+/// Parses a 32-byte record id field.
+pub fn record_id_field(field: &str, b: &[u8]) -> Result<RecordId, Error> {
+    b.try_into().map_err(|_| Error::invalid(field, format!("must be 32 bytes, got {}", b.len())))
+}
+
+/// Checks a signed record from one of this organisation's parties. As DESIGN.md requires, the
+/// signatures are checked over the bytes received before anything is decoded: each signature names
+/// its key (C2SP key name and id), which must be one of this organisation's party keys or the node
+/// key; then the payload is decoded, and its author must be the party whose key signed it (any
+/// party of this organisation, for the node key). Nothing is written; any failure names the field.
+pub fn verify_local(node: &Node, signed: &SignedRecord) -> Result<(RecordId, Record), Error> {
+    if signed.payload_type != RECORD_PAYLOAD_TYPE {
+        return Err(Error::invalid("record.payload_type", format!("must be {RECORD_PAYLOAD_TYPE:?}")));
+    }
+    if signed.payload.is_empty() {
+        return Err(Error::invalid("record.payload", "empty"));
+    }
+    if signed.signatures.is_empty() {
+        return Err(Error::invalid("record.signatures", "at least one signature is required"));
+    }
+    // Which parties the verified signatures speak for; `None` = the node key (any party).
+    let mut signers: Vec<Option<&str>> = Vec::new();
+    for (i, sig) in signed.signatures.iter().enumerate() {
+        let key = if sig.key_name == node.signer.name() {
+            Some((None, &node.node_key))
+        } else {
+            node.party_keys.iter().find_map(|(party, keys)| {
+                keys.iter().find(|k| k.name() == sig.key_name && k.key_id()[..] == sig.key_id[..]).map(|k| (Some(party.as_str()), k))
+            })
+        };
+        let Some((party, k)) = key else { continue };
+        signing::verify(k, RECORD_PAYLOAD_TYPE, &signed.payload, sig)
+            .map_err(|e| Error::BadSignature(format!("record.signatures[{i}]: {e}")))?;
+        signers.push(party);
+    }
+    if signers.is_empty() {
+        return Err(Error::BadSignature("record.signatures: no signature by a key of this organisation".into()));
+    }
+    let record = Record::decode(signed.payload.as_ref())
+        .map_err(|e| Error::invalid("record.payload", format!("not an accord.record.v1.Record: {e}")))?;
+    let author = record.author.as_ref().ok_or_else(|| Error::invalid("record.payload.author", "required"))?;
+    if author.organisation != node.name() {
+        return Err(Error::invalid(
+            "record.payload.author.organisation",
+            format!("{:?} is not this node's organisation {:?}; peers' records arrive through federation", author.organisation, node.name()),
+        ));
+    }
+    if !signers.iter().any(|p| p.is_none_or(|p| p == author.name)) {
+        return Err(Error::BadSignature(format!(
+            "record.signatures: not signed by a key of the author {}/{}",
+            author.organisation, author.name
+        )));
+    }
+    Ok((signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload), record))
+}
+
+impl WorkApi {
+    async fn append(&self, signed: SignedRecord, record: Record, id: RecordId) -> Result<pb::SubmitResponse, Error> {
+        let input = crate::convert::record_from_pb(id, &record)?;
+        let r = self.node.ledger.append(Append { id, signed, input }).await?;
+        Ok(pb::SubmitResponse {
+            record_id: id.to_vec().into(),
+            sequence: r.sequence,
+            durability: pb::Durability::Recorded as i32,
+            outcome: Some(r.outcome),
+            duplicate: r.duplicate,
+        })
+    }
+}
+
+type Stream<T> = Pin<Box<dyn futures::Stream<Item = Result<T, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl WorkService for WorkApi {
+    #[tracing::instrument(skip_all, fields(record_id))]
+    async fn submit(&self, req: Request<pb::SubmitRequest>) -> Result<Response<pb::SubmitResponse>, Status> {
+        let signed = req.into_inner().record.ok_or_else(|| Error::invalid("record", "required"))?;
+        let (id, record) = verify_local(&self.node, &signed)?;
+        tracing::Span::current().record("record_id", hex::encode(id));
+        Ok(Response::new(self.append(signed, record, id).await?))
+    }
+
+    #[tracing::instrument(skip_all, fields(party, record_id))]
+    async fn declare(&self, req: Request<pb::DeclareRequest>) -> Result<Response<pb::SubmitResponse>, Status> {
+        let party = self.node.tokens.party(&req)?;
+        tracing::Span::current().record("party", &party);
+        let mut record = req.into_inner().record.ok_or_else(|| Error::invalid("record", "required"))?;
+        let me = accord_proto::pb::record::v1::PartyRef { organisation: self.node.name().to_string(), name: party };
+        match &record.author {
+            None => record.author = Some(me),
+            Some(a) if *a == me => {}
+            Some(a) => {
+                return Err(Error::PermissionDenied(format!(
+                    "record.author {}/{} is not the authenticated party {}/{}",
+                    a.organisation, a.name, me.organisation, me.name
+                ))
+                .into());
+            }
+        }
+        if record.declared_at_unix_ms == 0 {
+            record.declared_at_unix_ms = crate::clock::now_ms();
+        }
+        let signed = signing::sign_record(&self.node.signer, &record);
+        let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
+        tracing::Span::current().record("record_id", hex::encode(id));
+        Ok(Response::new(self.append(signed, record, id).await?))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn get_record(&self, req: Request<pb::GetRecordRequest>) -> Result<Response<pb::GetRecordResponse>, Status> {
+        let id = record_id_field("record_id", &req.into_inner().record_id)?;
+        let entry = self
+            .node
+            .ledger
+            .get_by_id(&id)?
+            .ok_or_else(|| Error::NotFound(format!("record {}", hex::encode(id))))?;
+        Ok(Response::new(pb::GetRecordResponse { entry: Some(entry) }))
+    }
+
+    type ListRecordsStream = Stream<pb::LedgerEntry>;
+
+    #[tracing::instrument(skip_all, fields(from = req.get_ref().from_sequence, limit = req.get_ref().limit))]
+    async fn list_records(&self, req: Request<pb::ListRecordsRequest>) -> Result<Response<Self::ListRecordsStream>, Status> {
+        let pb::ListRecordsRequest { from_sequence, limit } = req.into_inner();
+        let end = match limit {
+            0 => self.node.ledger.len(),
+            n => from_sequence.saturating_add(n).min(self.node.ledger.len()),
+        };
+        let store = self.node.ledger.store().clone();
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            let mut next = from_sequence;
+            while next < end {
+                let n = (end - next).min(256) as usize;
+                let s = store.clone();
+                let chunk = match tokio::task::spawn_blocking(move || s.range(next, n)).await {
+                    Ok(Ok(c)) if !c.is_empty() => c,
+                    Ok(Ok(_)) => break,
+                    Ok(Err(e)) => {
+                        let _ = tx.send(Err(Status::from(e))).await;
+                        break;
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(Status::from(Error::Internal(e.to_string())))).await;
+                        break;
+                    }
+                };
+                for entry in chunk {
+                    next = entry.sequence + 1;
+                    if tx.send(Ok(entry)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))))
+    }
+
+    #[tracing::instrument(skip_all, fields(commitment = %req.get_ref().commitment_id))]
+    async fn get_commitment(&self, req: Request<pb::GetCommitmentRequest>) -> Result<Response<pb::GetCommitmentResponse>, Status> {
+        let id = req.into_inner().commitment_id;
+        if id.is_empty() {
+            return Err(Error::invalid("commitment_id", "required").into());
+        }
+        let view = self
+            .node
+            .projection
+            .read()
+            .map_err(|_| Error::Internal("projection lock poisoned".into()))?
+            .commitment(&id, crate::clock::now_ms());
+        Ok(Response::new(view.ok_or_else(|| Error::NotFound(format!("commitment {id:?}")))?))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn get_durability(&self, req: Request<pb::GetDurabilityRequest>) -> Result<Response<pb::GetDurabilityResponse>, Status> {
+        let id = record_id_field("record_id", &req.into_inner().record_id)?;
+        let seq = self
+            .node
+            .ledger
+            .store()
+            .seq_of(&id)?
+            .ok_or_else(|| Error::NotFound(format!("record {}", hex::encode(id))))?;
+        // Durability is derived, never stored per record: the checkpoints say how far it got.
+        let witnessed = self.node.log.witnessed().filter(|c| seq < c.size);
+        let latest = self.node.log.latest().filter(|c| seq < c.size);
+        let (durability, cp) = match (witnessed, latest) {
+            (Some(w), _) => (pb::Durability::Witnessed, Some(w)),
+            (None, Some(l)) => (pb::Durability::Included, Some(l)),
+            (None, None) => (pb::Durability::Recorded, None),
+        };
+        let mut resp = pb::GetDurabilityResponse { durability: durability as i32, sequence: seq, ..Default::default() };
+        if let Some(cp) = cp {
+            let size = cp.size;
+            let node = self.node.clone();
+            let proof = tokio::task::spawn_blocking(move || crate::log::inclusion_proof(node.ledger.store(), seq, size))
+                .await
+                .map_err(|e| Error::Internal(e.to_string()))??;
+            resp.checkpoint = cp.note;
+            resp.inclusion_proof = proof.into_iter().map(|h| h.to_vec().into()).collect();
+        }
+        // Federation (per peer, from the peers' receipts) and acted upon (from the projection);
+        // the overall durability is the highest reached.
+        resp.peers = self.node.federation.receipts.peer_durability(&id)?;
+        resp.acted_upon_by = self
+            .node
+            .projection
+            .read()
+            .map_err(|_| Error::Internal("projection lock poisoned".into()))?
+            .acted_upon(&id)
+            .iter()
+            .map(|a| a.to_vec().into())
+            .collect();
+        if !resp.acted_upon_by.is_empty() {
+            resp.durability = pb::Durability::ActedUpon as i32;
+        }
+        resp.durability = resp.peers.iter().map(|p| p.durability).fold(resp.durability, i32::max);
+        Ok(Response::new(resp))
+    }
+}

@@ -1,0 +1,436 @@
+//! `accordctl admin ...`: the operator's commands over `accord.admin.v1.AdminService` (bearer
+//! operator token): status; peers (add, list, enable/disable, remove, rotate a key with a
+//! validity overlap, health); the federation quarantine (list, admit, reject); refusals.
+//!
+//! Admission outcomes are printed as the seed writes them: `admitted`,
+//! `["quarantined", code]`, `["rejected", code]` (seed 000, "Federation admission").
+
+use accord_node::federation::codes::Decision;
+use accord_proto::pb::admin::v1::{self as pb, admin_service_client::AdminServiceClient};
+use anyhow::{Context, Result, anyhow};
+use clap::{Args, Subcommand};
+use std::path::{Path, PathBuf};
+use tonic::transport::Channel;
+
+/// `accordctl admin [connection] <command>`.
+#[derive(Debug, Args)]
+pub struct AdminArgs {
+    /// The node's endpoint, e.g. https://127.0.0.1:7443.
+    #[arg(long, env = "ACCORD_NODE")]
+    pub node: String,
+    /// PEM CA of the node's TLS certificate (the node's tls/ca.pem).
+    #[arg(long, env = "ACCORD_CA")]
+    pub ca: PathBuf,
+    /// File holding the operator token (the node's admin.token).
+    #[arg(long, env = "ACCORD_ADMIN_TOKEN_FILE")]
+    pub token_file: PathBuf,
+    /// The TLS name to expect (default: the endpoint's host).
+    #[arg(long)]
+    pub domain: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub cmd: AdminCmd,
+}
+
+/// Admin commands.
+#[derive(Debug, Subcommand)]
+pub enum AdminCmd {
+    /// Node status: name, ledger size, checkpoints, vkey.
+    Status,
+    /// Federation peers.
+    #[command(subcommand)]
+    Peer(PeerCmd),
+    /// Records quarantined by federation admission.
+    #[command(subcommand)]
+    Quarantine(QuarantineCmd),
+    /// Refused envelopes and calls, newest first.
+    Refusals {
+        /// How many.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+}
+
+/// `admin peer ...`
+#[derive(Debug, Subcommand)]
+pub enum PeerCmd {
+    /// Add a peer organisation.
+    Add {
+        /// Its organisation name.
+        #[arg(long)]
+        name: String,
+        /// Its endpoint (https://host:port).
+        #[arg(long)]
+        endpoint: String,
+        /// A vkey that signs its records and envelopes (its node key, its parties' keys); repeatable.
+        #[arg(long = "vkey", required = true)]
+        vkeys: Vec<String>,
+        /// PEM file of its TLS identity: its CA (or its pinned certificate).
+        #[arg(long)]
+        tls_pem: PathBuf,
+        /// Add it disabled.
+        #[arg(long)]
+        disabled: bool,
+    },
+    /// List peers.
+    List,
+    /// Enable delivery to and from a peer.
+    Enable {
+        /// The peer.
+        name: String,
+    },
+    /// Disable delivery to and from a peer (its envelopes are refused, `peer_disabled`).
+    Disable {
+        /// The peer.
+        name: String,
+    },
+    /// Remove a peer (its envelopes are refused, `unknown_peer`; its queue is dropped).
+    Remove {
+        /// The peer.
+        name: String,
+    },
+    /// Add a new key; the old keys stay valid for the overlap, then expire.
+    RotateKey {
+        /// The peer.
+        name: String,
+        /// The new vkey.
+        #[arg(long)]
+        new_vkey: String,
+        /// How long the old keys stay valid, seconds from now.
+        #[arg(long, default_value_t = 86_400)]
+        overlap_secs: u64,
+    },
+    /// A peer's delivery health: queue depth, oldest queued, last success, breaker.
+    Health {
+        /// The peer.
+        name: String,
+    },
+}
+
+/// `admin quarantine ...`
+#[derive(Debug, Subcommand)]
+pub enum QuarantineCmd {
+    /// List quarantined records with their code and age.
+    List,
+    /// Admit a quarantined record by hand (the kernel still decides; declared by `<org>/operator`).
+    Admit {
+        /// The record id (hex).
+        record: String,
+        /// Why.
+        #[arg(long)]
+        reason: String,
+    },
+    /// Reject a quarantined record by hand (`["rejected", "operator"]`).
+    Reject {
+        /// The record id (hex).
+        record: String,
+        /// Why.
+        #[arg(long)]
+        reason: String,
+    },
+}
+
+/// A TLS channel to a node.
+pub async fn connect(endpoint: &str, ca: &Path, domain: Option<&str>) -> Result<Channel> {
+    let pem = std::fs::read(ca).with_context(|| format!("--ca {}", ca.display()))?;
+    let uri: tonic::transport::Uri = endpoint
+        .parse()
+        .with_context(|| format!("--node {endpoint:?}"))?;
+    let host = uri
+        .host()
+        .unwrap_or("localhost")
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let domain = domain.map(str::to_string).unwrap_or(host);
+    accord_node::tls::connect(endpoint, &pem, None, &domain)
+        .await
+        .map_err(|e| anyhow!("{e}"))
+}
+
+struct Client {
+    c: AdminServiceClient<Channel>,
+    token: String,
+}
+
+impl Client {
+    fn req<T>(&self, t: T) -> Result<tonic::Request<T>> {
+        let mut r = tonic::Request::new(t);
+        r.metadata_mut().insert(
+            "authorization",
+            format!("Bearer {}", self.token)
+                .parse()
+                .context("token is not ASCII")?,
+        );
+        Ok(r)
+    }
+}
+
+fn status(s: tonic::Status) -> anyhow::Error {
+    let reason = s
+        .metadata()
+        .get("accord-reason")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    anyhow!("{:?} ({reason}): {}", s.code(), s.message())
+}
+
+fn id_arg(s: &str) -> Result<Vec<u8>> {
+    let b = hex::decode(s.trim()).context("record id: not hex")?;
+    if b.len() != 32 {
+        return Err(anyhow!("record id: must be 32 bytes (64 hex digits)"));
+    }
+    Ok(b)
+}
+
+fn ago(ms: i64) -> String {
+    if ms <= 0 {
+        "never".into()
+    } else {
+        format!(
+            "{:.1}s ago",
+            (accord_node::clock::now_ms() - ms) as f64 / 1000.0
+        )
+    }
+}
+
+/// Runs an admin command.
+pub async fn run(a: AdminArgs) -> Result<()> {
+    let token = std::fs::read_to_string(&a.token_file)
+        .with_context(|| format!("--token-file {}", a.token_file.display()))?;
+    let ch = connect(&a.node, &a.ca, a.domain.as_deref()).await?;
+    let mut cl = Client {
+        c: AdminServiceClient::new(ch),
+        token: token.trim().to_string(),
+    };
+    let json = a.json;
+    match a.cmd {
+        AdminCmd::Status => {
+            let s =
+                cl.c.get_status(cl.req(pb::GetStatusRequest {})?)
+                    .await
+                    .map_err(status)?
+                    .into_inner();
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"name": s.name, "ledger_size": s.ledger_size, "checkpoint_size": s.checkpoint_size,
+                        "witnessed_size": s.witnessed_size, "origin": s.origin, "vkey": s.vkey})
+                );
+            } else {
+                println!(
+                    "name:        {}\nledger size: {}\ncheckpoint:  {}\nwitnessed:   {}\norigin:      {}\nvkey:        {}",
+                    s.name, s.ledger_size, s.checkpoint_size, s.witnessed_size, s.origin, s.vkey
+                );
+            }
+        }
+        AdminCmd::Peer(PeerCmd::Add {
+            name,
+            endpoint,
+            vkeys,
+            tls_pem,
+            disabled,
+        }) => {
+            let pem = std::fs::read_to_string(&tls_pem)
+                .with_context(|| format!("--tls-pem {}", tls_pem.display()))?;
+            let peer = pb::Peer {
+                name: name.clone(),
+                endpoint,
+                keys: vkeys
+                    .into_iter()
+                    .map(|v| pb::PeerKey {
+                        vkey: v.trim().to_string(),
+                        valid_until_unix_ms: 0,
+                    })
+                    .collect(),
+                tls_certificate_pem: pem,
+                enabled: !disabled,
+            };
+            cl.c.add_peer(cl.req(pb::AddPeerRequest { peer: Some(peer) })?)
+                .await
+                .map_err(status)?;
+            println!("peer {name} added");
+        }
+        AdminCmd::Peer(PeerCmd::List) => {
+            let r =
+                cl.c.list_peers(cl.req(pb::ListPeersRequest {})?)
+                    .await
+                    .map_err(status)?
+                    .into_inner();
+            if json {
+                let v: Vec<_> = r
+                    .peers
+                    .iter()
+                    .map(|p| {
+                        serde_json::json!({"name": p.name, "endpoint": p.endpoint, "enabled": p.enabled,
+                            "keys": p.keys.iter().map(|k| serde_json::json!({"vkey": k.vkey, "valid_until_unix_ms": k.valid_until_unix_ms})).collect::<Vec<_>>()})
+                    })
+                    .collect();
+                println!("{}", serde_json::Value::Array(v));
+            } else {
+                for p in r.peers {
+                    println!(
+                        "{}\t{}\t{}",
+                        p.name,
+                        p.endpoint,
+                        if p.enabled { "enabled" } else { "disabled" }
+                    );
+                    for k in p.keys {
+                        let until = if k.valid_until_unix_ms == 0 {
+                            "no end".to_string()
+                        } else {
+                            format!("until {}", k.valid_until_unix_ms)
+                        };
+                        println!("\tkey {} ({until})", k.vkey);
+                    }
+                }
+            }
+        }
+        AdminCmd::Peer(PeerCmd::Enable { name }) => {
+            cl.c.set_peer_enabled(cl.req(pb::SetPeerEnabledRequest {
+                name: name.clone(),
+                enabled: true,
+            })?)
+            .await
+            .map_err(status)?;
+            println!("peer {name} enabled");
+        }
+        AdminCmd::Peer(PeerCmd::Disable { name }) => {
+            cl.c.set_peer_enabled(cl.req(pb::SetPeerEnabledRequest {
+                name: name.clone(),
+                enabled: false,
+            })?)
+            .await
+            .map_err(status)?;
+            println!("peer {name} disabled");
+        }
+        AdminCmd::Peer(PeerCmd::Remove { name }) => {
+            cl.c.remove_peer(cl.req(pb::RemovePeerRequest { name: name.clone() })?)
+                .await
+                .map_err(status)?;
+            println!("peer {name} removed");
+        }
+        AdminCmd::Peer(PeerCmd::RotateKey {
+            name,
+            new_vkey,
+            overlap_secs,
+        }) => {
+            let until = accord_node::clock::now_ms() + (overlap_secs as i64) * 1000;
+            let r = pb::RotatePeerKeyRequest {
+                name: name.clone(),
+                new_vkey,
+                old_valid_until_unix_ms: until,
+            };
+            cl.c.rotate_peer_key(cl.req(r)?).await.map_err(status)?;
+            println!("peer {name}: new key added; the old keys stay valid until {until} (Unix ms)");
+        }
+        AdminCmd::Peer(PeerCmd::Health { name }) => {
+            let h =
+                cl.c.get_peer_health(cl.req(pb::GetPeerHealthRequest { name: name.clone() })?)
+                    .await
+                    .map_err(status)?
+                    .into_inner();
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"peer": name, "queue_depth": h.queue_depth, "oldest_queued_age_ms": h.oldest_queued_age_ms,
+                        "last_success_unix_ms": h.last_success_unix_ms, "breaker": h.breaker, "last_error": h.last_error})
+                );
+            } else {
+                println!("peer:          {name}");
+                println!("queue depth:   {}", h.queue_depth);
+                println!("oldest queued: {} ms", h.oldest_queued_age_ms);
+                println!("last success:  {}", ago(h.last_success_unix_ms));
+                println!("breaker:       {}", h.breaker);
+                if !h.last_error.is_empty() {
+                    println!("last error:    {}", h.last_error);
+                }
+            }
+        }
+        AdminCmd::Quarantine(QuarantineCmd::List) => {
+            let r =
+                cl.c.list_quarantine(cl.req(pb::ListQuarantineRequest {})?)
+                    .await
+                    .map_err(status)?
+                    .into_inner();
+            let rows: Vec<_> = r
+                .records
+                .iter()
+                .map(|q| {
+                    let author = q
+                        .author
+                        .as_ref()
+                        .map(|a| format!("{}/{}", a.organisation, a.name))
+                        .unwrap_or_default();
+                    (
+                        hex::encode(&q.record_id),
+                        q.peer.clone(),
+                        Decision::Quarantined(q.code.clone()),
+                        q.age_ms,
+                        author,
+                    )
+                })
+                .collect();
+            if json {
+                let v: Vec<_> = rows
+                    .iter()
+                    .map(|(id, peer, d, age, author)| serde_json::json!({"record_id": id, "peer": peer, "outcome": d.to_json(), "age_ms": age, "author": author}))
+                    .collect();
+                println!("{}", serde_json::Value::Array(v));
+            } else {
+                for (id, peer, d, age, author) in rows {
+                    println!("{id}\t{peer}\t{author}\t{d}\t{:.1}s", age as f64 / 1000.0);
+                }
+            }
+        }
+        AdminCmd::Quarantine(QuarantineCmd::Admit { record, reason }) => {
+            decide(&mut cl, &record, reason, true).await?
+        }
+        AdminCmd::Quarantine(QuarantineCmd::Reject { record, reason }) => {
+            decide(&mut cl, &record, reason, false).await?
+        }
+        AdminCmd::Refusals { limit } => {
+            let r =
+                cl.c.list_refusals(cl.req(pb::ListRefusalsRequest { limit })?)
+                    .await
+                    .map_err(status)?
+                    .into_inner();
+            if json {
+                let v: Vec<_> = r
+                    .refusals
+                    .iter()
+                    .map(|x| serde_json::json!({"peer": x.peer, "code": x.code, "detail": x.detail, "at_unix_ms": x.at_unix_ms}))
+                    .collect();
+                println!("{}", serde_json::Value::Array(v));
+            } else {
+                for x in r.refusals {
+                    println!("{}\t{}\t{}\t{}", x.at_unix_ms, x.peer, x.code, x.detail);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn decide(cl: &mut Client, record: &str, reason: String, admit: bool) -> Result<()> {
+    if reason.trim().is_empty() {
+        return Err(anyhow!("--reason is required"));
+    }
+    let r = pb::DecideQuarantinedRequest {
+        record_id: id_arg(record)?.into(),
+        admit,
+        reason,
+    };
+    let resp =
+        cl.c.decide_quarantined(cl.req(r)?)
+            .await
+            .map_err(status)?
+            .into_inner();
+    println!(
+        "decided; admission declaration {}",
+        hex::encode(resp.admission_record_id)
+    );
+    Ok(())
+}

@@ -1,0 +1,318 @@
+//! `accordctl bench federation`: two in-process nodes, A and B, peered over mutual TLS. Records
+//! authored at A by a party of A for a party of B are federated A→B end to end: submitted at A,
+//! routed, delivered in signed envelopes, admitted at B (record + admission declaration in B's
+//! ledger), and the receipts stored back at A. Reports records per second end to end, and the
+//! p50/p99 latency from submit-at-A to admitted-at-B at a paced load, beside this machine's
+//! one-core Ed25519 `verify_batch` rate.
+
+use crate::inproc::InProcNode;
+use accord_proto::note::Signer;
+use accord_proto::pb::admin::v1::{self as admin, admin_service_client::AdminServiceClient};
+use accord_proto::pb::record::v1::{
+    self as rec, PartyRef, Record, SignedRecord, record::Operation,
+};
+use accord_proto::pb::work::v1::{
+    ListRecordsRequest, SubmitRequest, work_service_client::WorkServiceClient,
+};
+use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
+use anyhow::{Context, Result, anyhow};
+use hdrhistogram::Histogram;
+use prost::Message;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tonic::transport::Channel;
+
+/// Options of `accordctl bench federation`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FederationArgs {
+    /// Records in the throughput phase.
+    #[arg(long, default_value_t = 5000)]
+    pub records: usize,
+    /// Concurrent submitting clients at A.
+    #[arg(long, default_value_t = 32)]
+    pub clients: usize,
+    /// Approximate encoded record size in bytes.
+    #[arg(long, default_value_t = 512)]
+    pub size: usize,
+    /// Records in the latency phase.
+    #[arg(long, default_value_t = 500)]
+    pub latency_records: usize,
+    /// Offered load in the latency phase, records per second (0 = half the measured rate).
+    #[arg(long, default_value_t = 0.0)]
+    pub latency_rate: f64,
+}
+
+fn record(i: usize, size: usize) -> Record {
+    let mut r = Record {
+        author: Some(PartyRef {
+            organisation: "acme".into(),
+            name: "alice".into(),
+        }),
+        declared_at_unix_ms: 1,
+        commitment_id: format!("fed-bench-{i}"),
+        operation: Some(Operation::Request(rec::Request {
+            candidate: Some(PartyRef {
+                organisation: "globex".into(),
+                name: "bob".into(),
+            }),
+            terms: Some(rec::Terms {
+                title: format!("bench {i}"),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    let base = r.encoded_len();
+    if let Some(Operation::Request(q)) = &mut r.operation {
+        if let Some(t) = &mut q.terms {
+            t.description = "x".repeat(size.saturating_sub(base + 3));
+        }
+    }
+    r
+}
+
+fn authed<T>(node: &InProcNode, t: T) -> Result<tonic::Request<T>> {
+    let token = std::fs::read_to_string(node.dir.join("admin.token"))?;
+    let mut r = tonic::Request::new(t);
+    r.metadata_mut()
+        .insert("authorization", format!("Bearer {}", token.trim()).parse()?);
+    Ok(r)
+}
+
+/// Makes `other` a peer of `node` (its node key and its parties' keys; its CA).
+async fn add_peer(node: &InProcNode, other: &InProcNode, parties: &[&str]) -> Result<()> {
+    let mut keys = vec![
+        std::fs::read_to_string(other.dir.join("keys/node.vkey"))?
+            .trim()
+            .to_string(),
+    ];
+    for p in parties {
+        keys.push(other.party(p)?.verifier().to_vkey());
+    }
+    let peer = admin::Peer {
+        name: other.name.clone(),
+        endpoint: format!("https://{}", other.addr),
+        keys: keys
+            .into_iter()
+            .map(|vkey| admin::PeerKey {
+                vkey,
+                valid_until_unix_ms: 0,
+            })
+            .collect(),
+        tls_certificate_pem: std::fs::read_to_string(other.dir.join("tls/ca.pem"))?,
+        enabled: true,
+    };
+    AdminServiceClient::new(node.channel().await?)
+        .add_peer(authed(node, admin::AddPeerRequest { peer: Some(peer) })?)
+        .await
+        .map_err(|s| anyhow!("AddPeer: {}", s.message()))?;
+    Ok(())
+}
+
+async fn queue_depth(
+    c: &mut AdminServiceClient<Channel>,
+    node: &InProcNode,
+    peer: &str,
+) -> Result<u64> {
+    Ok(c.get_peer_health(authed(
+        node,
+        admin::GetPeerHealthRequest { name: peer.into() },
+    )?)
+    .await?
+    .into_inner()
+    .queue_depth)
+}
+
+async fn ledger_size(c: &mut AdminServiceClient<Channel>, node: &InProcNode) -> Result<u64> {
+    Ok(c.get_status(authed(node, admin::GetStatusRequest {})?)
+        .await?
+        .into_inner()
+        .ledger_size)
+}
+
+/// `accordctl bench federation`.
+pub async fn run(a: FederationArgs) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let tune = |t: &mut String| {
+        t.push_str(
+            "\n[federation]\nretry_base_ms = 20\nretry_max_ms = 500\nreceipt_poll_ms = 200\n",
+        );
+    };
+    let na = InProcNode::start(tmp.path(), "acme", &["alice"], tune).await?;
+    let nb = InProcNode::start(tmp.path(), "globex", &["bob"], tune).await?;
+    // Wait until both serve, then peer them both ways.
+    for n in [&na, &nb] {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while n.channel().await.is_err() {
+            if Instant::now() > deadline {
+                return Err(anyhow!("{} did not start", n.name));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    add_peer(&na, &nb, &["bob"]).await?;
+    add_peer(&nb, &na, &["alice"]).await?;
+    let alice: Signer = na.party("alice")?;
+    let mut admin_a = AdminServiceClient::new(na.channel().await?);
+    let mut admin_b = AdminServiceClient::new(nb.channel().await?);
+    let chans = vec![
+        na.channel().await?,
+        na.channel().await?,
+        na.channel().await?,
+        na.channel().await?,
+    ];
+
+    // Throughput: N records submitted at A by many clients; done when A's outbox for B is
+    // empty (every envelope answered with receipts, stored at A) and B holds each record and its
+    // admission declaration.
+    println!("signing {} records of ~{} bytes ...", a.records, a.size);
+    let recs: Arc<Vec<SignedRecord>> = Arc::new(
+        (0..a.records)
+            .map(|i| signing::sign_record(&alice, &record(i, a.size)))
+            .collect(),
+    );
+    let b0 = ledger_size(&mut admin_b, &nb).await?;
+    let next = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..a.clients.max(1) {
+        let (recs, next) = (recs.clone(), next.clone());
+        let mut client = WorkServiceClient::new(chans[c % chans.len()].clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(r) = recs.get(i) else { break };
+                client
+                    .submit(SubmitRequest {
+                        record: Some(r.clone()),
+                    })
+                    .await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let submitted = start.elapsed();
+    let want_b = b0 + 2 * a.records as u64;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let b = ledger_size(&mut admin_b, &nb).await?;
+        let q = queue_depth(&mut admin_a, &na, "globex").await?;
+        if b >= want_b && q == 0 {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(anyhow!(
+                "federation did not complete: B has {b}/{want_b} entries, A queues {q}"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let rate = a.records as f64 / secs;
+
+    // Latency at a paced load: submit at A, observe the admission declaration in B's ledger.
+    let offered = if a.latency_rate > 0.0 {
+        a.latency_rate
+    } else {
+        (rate / 2.0).max(1.0)
+    };
+    let recs: Vec<SignedRecord> = (0..a.latency_records)
+        .map(|i| signing::sign_record(&alice, &record(a.records + i, a.size)))
+        .collect();
+    let sent: Arc<Mutex<HashMap<Vec<u8>, Instant>>> = Arc::new(Mutex::new(HashMap::new()));
+    let mut hist = Histogram::<u64>::new(3)?;
+    let watcher = {
+        let sent = sent.clone();
+        let mut work = WorkServiceClient::new(nb.channel().await?);
+        let from = ledger_size(&mut admin_b, &nb).await?;
+        let n = recs.len();
+        tokio::spawn(async move {
+            let mut h = Histogram::<u64>::new(3).expect("histogram");
+            let mut at = from;
+            let deadline = Instant::now() + Duration::from_secs(300);
+            while (h.len() as usize) < n && Instant::now() < deadline {
+                let mut s = work
+                    .list_records(ListRecordsRequest {
+                        from_sequence: at,
+                        limit: 0,
+                    })
+                    .await?
+                    .into_inner();
+                while let Some(e) = s.message().await? {
+                    at = e.sequence + 1;
+                    let Some(signed) = e.record else { continue };
+                    if signed.payload_type != RECORD_PAYLOAD_TYPE {
+                        continue;
+                    }
+                    if let Ok(Record {
+                        operation: Some(Operation::Admission(adm)),
+                        ..
+                    }) = Record::decode(signed.payload.as_ref())
+                    {
+                        if let Some(t0) = sent
+                            .lock()
+                            .ok()
+                            .and_then(|m| m.get(adm.record_id.as_ref()).copied())
+                        {
+                            h.record(t0.elapsed().as_micros() as u64).ok();
+                        }
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            anyhow::Ok(h)
+        })
+    };
+    let mut client = WorkServiceClient::new(chans[0].clone());
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / offered));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let mut inflight = Vec::new();
+    for r in recs {
+        tick.tick().await;
+        let id = signing::record_id(RECORD_PAYLOAD_TYPE, &r.payload).to_vec();
+        if let Ok(mut m) = sent.lock() {
+            m.insert(id, Instant::now());
+        }
+        let mut c = client.clone();
+        inflight.push(tokio::spawn(async move {
+            c.submit(SubmitRequest { record: Some(r) })
+                .await
+                .map(|_| ())
+        }));
+        client = WorkServiceClient::new(chans[inflight.len() % chans.len()].clone());
+    }
+    for t in inflight {
+        t.await?.context("submit")?;
+    }
+    hist.add(watcher.await??)?;
+    na.stop().await?;
+    nb.stop().await?;
+
+    let verify = crate::bench::ed25519_batch_rate(1, a.size);
+    println!();
+    println!(
+        "accordctl bench federation — A→B, {} records of ~{} B, {} clients at A",
+        a.records, a.size, a.clients
+    );
+    println!(
+        "  federated end to end (admitted at B, receipts stored at A): {rate:>10.0} records/s  ({:.2} s; submits took {:.2} s)",
+        secs,
+        submitted.as_secs_f64()
+    );
+    println!(
+        "  Ed25519 verify_batch on one core:                          {verify:>10.0} signatures/s"
+    );
+    println!(
+        "  latency submit-at-A → admitted-at-B at {offered:.0}/s offered ({} records): p50 {:>7.2} ms   p99 {:>7.2} ms",
+        hist.len(),
+        hist.value_at_quantile(0.5) as f64 / 1000.0,
+        hist.value_at_quantile(0.99) as f64 / 1000.0
+    );
+    Ok(())
+}
