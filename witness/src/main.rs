@@ -1,1 +1,134 @@
-fn main() {}
+//! The `accord-witness` binary: `init` and `serve` (see witness/README.md).
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+
+use accord_witness::init::{InitOptions, init};
+use accord_witness::{Config, Listeners};
+use anyhow::Context as _;
+use clap::{Parser, Subcommand, ValueEnum};
+use tokio_util::sync::CancellationToken;
+
+/// An independent C2SP tlog-witness.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create a witness directory: cosigner key, TLS material, admin token, commented config.
+    /// Prints the witness's verifier key (vkey) on stdout.
+    Init {
+        /// The directory to create.
+        #[arg(long)]
+        dir: PathBuf,
+        /// The witness name (its cosigner key name), e.g. witness.example.com/w1.
+        #[arg(long)]
+        name: String,
+        /// Extra DNS name or IP address for the TLS certificate (repeatable).
+        #[arg(long = "san")]
+        sans: Vec<String>,
+        /// The gRPC listen address to write into the config.
+        #[arg(long, default_value = "127.0.0.1:7443")]
+        grpc_listen: String,
+        /// The HTTP listen address to write into the config.
+        #[arg(long, default_value = "127.0.0.1:7080")]
+        http_listen: String,
+    },
+    /// Serve. Prints `listening grpc=ADDR http=ADDR` as the first line on stdout; logs go to
+    /// stderr.
+    Serve {
+        /// The config file.
+        #[arg(long)]
+        config: PathBuf,
+        /// Log format.
+        #[arg(long, value_enum, default_value_t = LogFormat::Human)]
+        log_format: LogFormat,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Human,
+    Json,
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Human => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+async fn shutdown_on_signal(token: CancellationToken) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {},
+                    _ = term.recv() => {},
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("signal received: shutting down");
+    token.cancel();
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Init {
+            dir,
+            name,
+            sans,
+            grpc_listen,
+            http_listen,
+        } => {
+            let done = init(&InitOptions {
+                dir,
+                name,
+                sans,
+                grpc_listen,
+                http_listen,
+            })?;
+            println!("{}", done.vkey);
+            eprintln!(
+                "wrote {} (admin token in admin.token, TLS CA in tls/ca.pem)",
+                done.config_path.display()
+            );
+            Ok(())
+        }
+        Command::Serve { config, log_format } => {
+            init_tracing(log_format);
+            let config = Config::load(&config)?;
+            let listeners = Listeners::bind(&config).await?;
+            println!(
+                "listening grpc={} http={}",
+                listeners.grpc_addr()?,
+                listeners.http_addr()?
+            );
+            let shutdown = CancellationToken::new();
+            tokio::spawn(shutdown_on_signal(shutdown.clone()));
+            accord_witness::run(config, listeners, shutdown)
+                .await
+                .context("witness failed")
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! The witness configuration: a TOML file (see `witness/README.md` and the file `init` writes),
+//! parsed and then validated into a typed [`Config`] before any port is bound. Every validation
+//! error names its field (`config: grpc.listen: ...`). Relative paths are relative to the
+//! directory of the config file.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use accord_proto::checkpoint::Cosigner;
+use accord_proto::note::check_key_name;
+use rustls::ServerConfig;
+use serde::Deserialize;
+
+use crate::error::Error;
+use crate::logs::LogConfig;
+use crate::tls;
+use crate::witness::Limits;
+
+/// The default bound on an add-checkpoint request body (and gRPC message).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    name: String,
+    key_file: PathBuf,
+    data_dir: PathBuf,
+    admin_token_sha256: String,
+    grpc: RawGrpc,
+    http: RawHttp,
+    #[serde(default)]
+    limits: RawLimits,
+    #[serde(default)]
+    logs: Vec<RawLog>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGrpc {
+    listen: String,
+    tls_cert: PathBuf,
+    tls_key: PathBuf,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHttp {
+    listen: String,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    max_body_bytes: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    max_in_flight: Option<usize>,
+    max_queued_per_origin: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLog {
+    origin: String,
+    vkeys: Vec<String>,
+}
+
+/// A validated configuration, with its key and TLS material loaded.
+#[derive(Clone)]
+pub struct Config {
+    /// The witness name (its cosigner key name).
+    pub name: String,
+    /// The cosigning key (type 0x04), named `name`.
+    pub cosigner: Cosigner,
+    /// The RocksDB directory.
+    pub data_dir: PathBuf,
+    /// SHA-256 of the admin bearer token.
+    pub admin_token_sha256: [u8; 32],
+    /// The gRPC listen address (always TLS).
+    pub grpc_listen: SocketAddr,
+    /// The gRPC TLS config (ALPN h2).
+    pub grpc_tls: Arc<ServerConfig>,
+    /// The C2SP HTTP listen address.
+    pub http_listen: SocketAddr,
+    /// TLS for the HTTP listener (ALPN http/1.1); plain HTTP when `None`.
+    pub http_tls: Option<Arc<ServerConfig>>,
+    /// The bound on a request body / gRPC message, in bytes.
+    pub max_body_bytes: usize,
+    /// Admission limits.
+    pub limits: Limits,
+    /// The logs written into the store at start.
+    pub logs: Vec<LogConfig>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("name", &self.name)
+            .field("data_dir", &self.data_dir)
+            .field("grpc_listen", &self.grpc_listen)
+            .field("http_listen", &self.http_listen)
+            .field("http_tls", &self.http_tls.is_some())
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("limits", &self.limits)
+            .field("logs", &self.logs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// Reads and validates the config file at `path`.
+    pub fn load(path: &Path) -> Result<Config, Error> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Config::from_toml(&text, base)
+    }
+
+    /// Parses and validates config text; relative paths are resolved against `base`.
+    pub fn from_toml(text: &str, base: &Path) -> Result<Config, Error> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let field = e.span().map_or_else(
+                || "(file)".to_owned(),
+                |s| {
+                    let line = text[..s.start.min(text.len())].lines().count().max(1);
+                    format!("(line {line})")
+                },
+            );
+            Error::config(field, e.message())
+        })?;
+        raw.validate(base)
+    }
+}
+
+fn resolve(base: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_owned()
+    } else {
+        base.join(p)
+    }
+}
+
+fn parse_addr(field: &str, s: &str) -> Result<SocketAddr, Error> {
+    s.parse()
+        .map_err(|e| Error::config(field, format!("{s:?} is not an IP:port address ({e})")))
+}
+
+/// Loads a listener's TLS files; errors name `<section>.tls_cert` or `<section>.tls_key`.
+fn tls_config(
+    section: &str,
+    base: &Path,
+    cert: &Path,
+    key: &Path,
+    alpn: &[u8],
+) -> Result<Arc<ServerConfig>, Error> {
+    let field = |name: &str| format!("{section}.{name}");
+    let certs =
+        tls::load_certs(&resolve(base, cert)).map_err(|e| Error::config(field("tls_cert"), e))?;
+    let key = tls::load_key(&resolve(base, key)).map_err(|e| Error::config(field("tls_key"), e))?;
+    tls::server_config(certs, key, alpn).map_err(|e| Error::config(field("tls_cert"), e))
+}
+
+fn limit(field: &str, v: Option<usize>, default: usize) -> Result<usize, Error> {
+    match v {
+        Some(0) => Err(Error::config(field, "must be at least 1")),
+        Some(n) => Ok(n),
+        None => Ok(default),
+    }
+}
+
+impl RawConfig {
+    fn validate(self, base: &Path) -> Result<Config, Error> {
+        check_key_name(&self.name).map_err(|e| Error::config("name", e))?;
+
+        let key_path = resolve(base, &self.key_file);
+        let skey = std::fs::read_to_string(&key_path)
+            .map_err(|e| Error::config("key_file", format!("{}: {e}", key_path.display())))?;
+        let cosigner = Cosigner::from_skey(skey.trim()).map_err(|e| {
+            Error::config(
+                "key_file",
+                format!(
+                    "{}: not a cosignature/v1 (type 0x04) private key: {e}",
+                    key_path.display()
+                ),
+            )
+        })?;
+        if cosigner.name() != self.name {
+            return Err(Error::config(
+                "key_file",
+                format!(
+                    "the key is named {:?}, the witness {:?}",
+                    cosigner.name(),
+                    self.name
+                ),
+            ));
+        }
+
+        if self.data_dir.as_os_str().is_empty() {
+            return Err(Error::config("data_dir", "empty"));
+        }
+        let data_dir = resolve(base, &self.data_dir);
+
+        let mut admin_token_sha256 = [0u8; 32];
+        hex::decode_to_slice(self.admin_token_sha256.trim(), &mut admin_token_sha256).map_err(
+            |_| {
+                Error::config(
+                    "admin_token_sha256",
+                    "must be 64 hex digits (SHA-256 of the token)",
+                )
+            },
+        )?;
+
+        let grpc_listen = parse_addr("grpc.listen", &self.grpc.listen)?;
+        let grpc_tls = tls_config(
+            "grpc",
+            base,
+            &self.grpc.tls_cert,
+            &self.grpc.tls_key,
+            tls::ALPN_H2,
+        )?;
+
+        let http_listen = parse_addr("http.listen", &self.http.listen)?;
+        let http_tls = match (&self.http.tls_cert, &self.http.tls_key) {
+            (None, None) => None,
+            (Some(cert), Some(key)) => Some(tls_config("http", base, cert, key, tls::ALPN_HTTP1)?),
+            (Some(_), None) => {
+                return Err(Error::config("http.tls_key", "missing (tls_cert is set)"));
+            }
+            (None, Some(_)) => {
+                return Err(Error::config("http.tls_cert", "missing (tls_key is set)"));
+            }
+        };
+        let max_body_bytes = self.http.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        if !(1024..=16 * 1024 * 1024).contains(&max_body_bytes) {
+            return Err(Error::config(
+                "http.max_body_bytes",
+                "must be between 1024 and 16777216",
+            ));
+        }
+
+        let defaults = Limits::default();
+        let limits = Limits {
+            max_in_flight: limit(
+                "limits.max_in_flight",
+                self.limits.max_in_flight,
+                defaults.max_in_flight,
+            )?,
+            max_queued_per_origin: limit(
+                "limits.max_queued_per_origin",
+                self.limits.max_queued_per_origin,
+                defaults.max_queued_per_origin,
+            )?,
+        };
+
+        let mut logs: Vec<LogConfig> = Vec::with_capacity(self.logs.len());
+        for (i, raw) in self.logs.iter().enumerate() {
+            let log = LogConfig::new(&raw.origin, &raw.vkeys).map_err(|e| match e {
+                Error::InvalidLog { field, reason } => {
+                    Error::config(format!("logs[{i}].{field}"), reason)
+                }
+                other => Error::config(format!("logs[{i}]"), other),
+            })?;
+            if logs.iter().any(|l| l.origin() == log.origin()) {
+                return Err(Error::config(
+                    format!("logs[{i}].origin"),
+                    "duplicate origin",
+                ));
+            }
+            logs.push(log);
+        }
+
+        Ok(Config {
+            name: self.name,
+            cosigner,
+            data_dir,
+            admin_token_sha256,
+            grpc_listen,
+            grpc_tls,
+            http_listen,
+            http_tls,
+            max_body_bytes,
+            limits,
+            logs,
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

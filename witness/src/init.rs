@@ -1,0 +1,176 @@
+//! `accord-witness init`: creates a witness directory with its cosigner key (C2SP signed-note
+//! skey/vkey with signature type 0x04, c2sp.org/tlog-cosignature), a private CA and TLS server
+//! certificate, an admin bearer token, and a commented `witness.toml`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use accord_proto::checkpoint::Cosigner;
+use rand::RngCore as _;
+use sha2::{Digest as _, Sha256};
+
+use crate::config::DEFAULT_MAX_BODY_BYTES;
+use crate::error::Error;
+use crate::tls;
+use crate::witness::Limits;
+
+/// The config file name `init` writes.
+pub const CONFIG_FILE: &str = "witness.toml";
+
+/// What to create.
+#[derive(Debug, Clone)]
+pub struct InitOptions {
+    /// The directory (created if missing; must not already hold a config).
+    pub dir: PathBuf,
+    /// The witness name: its cosigner key name (c2sp.org/signed-note key name rules).
+    pub name: String,
+    /// Extra DNS names or IP addresses for the TLS certificate (besides localhost, 127.0.0.1
+    /// and ::1).
+    pub sans: Vec<String>,
+    /// The gRPC listen address written to the config.
+    pub grpc_listen: String,
+    /// The HTTP listen address written to the config.
+    pub http_listen: String,
+}
+
+/// What `init` created.
+#[derive(Debug, Clone)]
+pub struct Initialized {
+    /// The config file.
+    pub config_path: PathBuf,
+    /// The witness's verifier key (what logs configure).
+    pub vkey: String,
+    /// The admin bearer token (only its SHA-256 is in the config); also in `admin.token`.
+    pub admin_token: String,
+}
+
+fn write_file(path: &Path, contents: &str, secret: bool) -> Result<(), Error> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        opts.mode(if secret { 0o600 } else { 0o644 });
+    }
+    let mut f = opts.open(path).map_err(|e| Error::io(path, e))?;
+    f.write_all(contents.as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(|e| Error::io(path, e))
+}
+
+fn toml_str(s: &str) -> String {
+    toml::Value::String(s.to_owned()).to_string()
+}
+
+/// Creates the witness directory. Refuses to overwrite an existing config or key.
+pub fn init(opts: &InitOptions) -> Result<Initialized, Error> {
+    let mut rng = rand::rngs::OsRng;
+    let cosigner =
+        Cosigner::generate(&opts.name, &mut rng).map_err(|e| Error::config("name", e))?;
+    for (field, addr) in [
+        ("grpc_listen", &opts.grpc_listen),
+        ("http_listen", &opts.http_listen),
+    ] {
+        addr.parse::<std::net::SocketAddr>()
+            .map_err(|e| Error::config(field, format!("{addr:?}: {e}")))?;
+    }
+    let config_path = opts.dir.join(CONFIG_FILE);
+    if config_path.exists() {
+        return Err(Error::config(
+            "dir",
+            format!("{} already exists", config_path.display()),
+        ));
+    }
+    let tls_dir = opts.dir.join("tls");
+    std::fs::create_dir_all(&tls_dir).map_err(|e| Error::io(&tls_dir, e))?;
+
+    let vkey = cosigner.verifier().to_vkey();
+    write_file(
+        &opts.dir.join("witness.skey"),
+        &format!("{}\n", cosigner.to_skey()),
+        true,
+    )?;
+    write_file(&opts.dir.join("witness.vkey"), &format!("{vkey}\n"), false)?;
+
+    let mut token = [0u8; 32];
+    rng.fill_bytes(&mut token);
+    let admin_token = hex::encode(token);
+    let token_hash = hex::encode(Sha256::digest(admin_token.as_bytes()));
+    write_file(
+        &opts.dir.join("admin.token"),
+        &format!("{admin_token}\n"),
+        true,
+    )?;
+
+    let mut sans = vec![
+        "localhost".to_owned(),
+        "127.0.0.1".to_owned(),
+        "::1".to_owned(),
+    ];
+    for s in &opts.sans {
+        if !sans.contains(s) {
+            sans.push(s.clone());
+        }
+    }
+    let generated = tls::generate(&opts.name, &sans)?;
+    write_file(&tls_dir.join("ca.pem"), &generated.ca_cert_pem, false)?;
+    write_file(&tls_dir.join("cert.pem"), &generated.chain_pem, false)?;
+    write_file(&tls_dir.join("key.pem"), &generated.key_pem, true)?;
+
+    let limits = Limits::default();
+    let config = format!(
+        r#"# accord-witness configuration, written by `accord-witness init`.
+# Relative paths are relative to this file's directory. See witness/README.md.
+
+# The witness name: the key name of its cosignatures ("— <name> ..." lines).
+name = {name}
+# The cosigner private key (C2SP signed-note skey, signature type 0x04). Keep it secret.
+# Its public key (give it to the logs you witness) is in witness.vkey:
+#   {vkey}
+key_file = "witness.skey"
+# RocksDB directory: per-origin latest co-signed checkpoints and the known logs.
+data_dir = "data"
+# SHA-256 (hex) of the admin bearer token (the token itself is in admin.token).
+# WitnessAdminService calls send "authorization: Bearer <token>".
+admin_token_sha256 = "{token_hash}"
+
+# gRPC (accord.witness.v1, grpc.health.v1, reflection), always over TLS.
+[grpc]
+listen = {grpc_listen}
+tls_cert = "tls/cert.pem"   # server certificate, then the CA (clients trust tls/ca.pem)
+tls_key = "tls/key.pem"
+
+# The C2SP tlog-witness HTTP interface: POST /add-checkpoint. Plain HTTP unless tls_cert and
+# tls_key are both set.
+[http]
+listen = {http_listen}
+# tls_cert = "tls/cert.pem"
+# tls_key = "tls/key.pem"
+max_body_bytes = {max_body}   # larger request bodies get 413 (gRPC: the same bound on messages)
+
+# Admission control for add-checkpoint: requests in flight witness-wide (beyond: 503 /
+# RESOURCE_EXHAUSTED), and signed requests queued per origin (beyond: 429 / RESOURCE_EXHAUSTED).
+[limits]
+max_in_flight = {max_in_flight}
+max_queued_per_origin = {max_queued}
+
+# The logs this witness co-signs. Written into the store at every start; logs added or removed
+# with WitnessAdminService persist too. vkeys are C2SP signed-note Ed25519 (type 0x01) keys.
+# [[logs]]
+# origin = "example.com/log"
+# vkeys = ["example.com/log+abcd1234+AR..."]
+"#,
+        name = toml_str(&opts.name),
+        grpc_listen = toml_str(&opts.grpc_listen),
+        http_listen = toml_str(&opts.http_listen),
+        max_body = DEFAULT_MAX_BODY_BYTES,
+        max_in_flight = limits.max_in_flight,
+        max_queued = limits.max_queued_per_origin,
+    );
+    write_file(&config_path, &config, false)?;
+    Ok(Initialized {
+        config_path,
+        vkey,
+        admin_token,
+    })
+}

@@ -1,0 +1,435 @@
+//! The witness proper: add-checkpoint as c2sp.org/tlog-witness specifies it, the latest state per
+//! origin, and the set of known logs. Transports (HTTP, gRPC) and in-process callers (e.g. a
+//! benchmark) all go through [`Witness`].
+//!
+//! **Atomicity.** Per origin, the check against the held checkpoint and the synced store of the new
+//! one are one step (c2sp.org/tlog-witness, "add-checkpoint": "checking the old size against the
+//! latest checkpoint and persisting the new checkpoint must be performed atomically"). Each origin
+//! has a FIFO async mutex over its cached [`Latest`]; the holder moves the guard into a blocking
+//! task that compares, cosigns, writes RocksDB with `sync`, and updates the cache, so the step runs
+//! to completion even if the caller goes away mid-request.
+//!
+//! **Fairness.** See [`Limits`]: a flood for one origin fills that origin's queue and then gets
+//! 429 / `RESOURCE_EXHAUSTED`, leaving the rest of the witness-wide budget to other origins.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use accord_proto::checkpoint::{Checkpoint, Cosigner};
+use accord_proto::merkle::{self, EMPTY_ROOT, Hash};
+use accord_proto::note::{Note, Verifier};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
+use tracing::{info, instrument, warn};
+
+use crate::clock::Clock;
+use crate::error::{Error, LimitScope};
+use crate::logs::LogConfig;
+use crate::request::AddCheckpoint;
+use crate::store::{Latest, Store};
+
+/// Admission limits for add-checkpoint.
+///
+/// - `max_in_flight`: add-checkpoint requests being processed witness-wide (parsing, signature
+///   checks, queueing, storing). Beyond it: 503 / `RESOURCE_EXHAUSTED`.
+/// - `max_queued_per_origin`: requests for one origin that passed the signature check and are
+///   waiting for, or holding, that origin's lock. Beyond it: 429 / `RESOURCE_EXHAUSTED`. Only
+///   checkpoints signed by the log count here, so nobody but the log can fill its queue, and one
+///   origin can hold at most this many of the `max_in_flight` slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Witness-wide in-flight add-checkpoint requests.
+    pub max_in_flight: usize,
+    /// Per-origin queued-or-running requests.
+    pub max_queued_per_origin: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_in_flight: 256,
+            max_queued_per_origin: 16,
+        }
+    }
+}
+
+/// What [`Witness::open`] needs.
+pub struct WitnessOptions {
+    /// The RocksDB directory.
+    pub data_dir: PathBuf,
+    /// The witness's cosigning key (type 0x04).
+    pub cosigner: Cosigner,
+    /// Logs to add (or whose keys to replace) at start.
+    pub logs: Vec<LogConfig>,
+    /// Admission limits.
+    pub limits: Limits,
+    /// The cosignature time source.
+    pub clock: Arc<dyn Clock>,
+}
+
+/// A successful add-checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cosigned {
+    /// The log origin.
+    pub origin: String,
+    /// The co-signed tree size.
+    pub size: u64,
+    /// The co-signed root.
+    pub root: Hash,
+    /// The cosignature timestamp.
+    pub timestamp: u64,
+    /// The response body: the cosignature line(s), each `— <name> <base64>\n`.
+    pub cosignatures: String,
+}
+
+/// A known log and the size the witness holds for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogStatus {
+    /// The log.
+    pub log: LogConfig,
+    /// The held size (0 if none).
+    pub size: u64,
+}
+
+/// Per-origin state. Kept after a log is removed, so re-adding it cannot roll it back.
+struct Slot {
+    latest: Arc<Mutex<Option<Latest>>>,
+    /// Mirrors the held size for lock-free listing.
+    size: AtomicU64,
+    queue: Arc<Semaphore>,
+}
+
+struct Entry {
+    /// `None` once the log was removed (the slot stays).
+    log: Option<Arc<LogConfig>>,
+    slot: Arc<Slot>,
+}
+
+/// A witness: its key, its store and its logs.
+pub struct Witness {
+    cosigner: Cosigner,
+    store: Arc<Store>,
+    clock: Arc<dyn Clock>,
+    limits: Limits,
+    global: Arc<Semaphore>,
+    entries: RwLock<BTreeMap<String, Entry>>,
+    /// Serialises admin changes so the store and the in-memory map change in the same order.
+    admin: Mutex<()>,
+}
+
+impl std::fmt::Debug for Witness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Witness")
+            .field("cosigner", &self.cosigner)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock_poisoned() -> Error {
+    Error::Internal("witness state lock poisoned".to_owned())
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Internal(format!("blocking task failed: {e}")))?
+}
+
+impl Witness {
+    /// Opens the store (blocking I/O: call it from a blocking context or before serving), writes
+    /// the configured logs into it, and loads every known log and held checkpoint.
+    pub fn open(opts: WitnessOptions) -> Result<Witness, Error> {
+        if opts.limits.max_in_flight == 0 || opts.limits.max_queued_per_origin == 0 {
+            return Err(Error::config("limits", "limits must be at least 1"));
+        }
+        let store = Store::open(&opts.data_dir)?;
+        for log in &opts.logs {
+            store.put_log(log.origin(), &log.vkeys())?;
+        }
+        let new_slot = |latest: Option<Latest>| {
+            Arc::new(Slot {
+                size: AtomicU64::new(latest.as_ref().map_or(0, |l| l.size)),
+                latest: Arc::new(Mutex::new(latest)),
+                queue: Arc::new(Semaphore::new(opts.limits.max_queued_per_origin)),
+            })
+        };
+        let mut entries = BTreeMap::new();
+        for (origin, latest) in store.load_checkpoints()? {
+            let slot = new_slot(Some(latest));
+            entries.insert(origin, Entry { log: None, slot });
+        }
+        for (origin, vkeys) in store.load_logs()? {
+            let log = LogConfig::new(&origin, &vkeys).map_err(|_| Error::CorruptState {
+                key: origin.clone(),
+                reason: "stored log keys do not parse",
+            })?;
+            entries
+                .entry(origin)
+                .or_insert_with(|| Entry {
+                    log: None,
+                    slot: new_slot(None),
+                })
+                .log = Some(Arc::new(log));
+        }
+        Ok(Witness {
+            cosigner: opts.cosigner,
+            store: Arc::new(store),
+            clock: opts.clock,
+            global: Arc::new(Semaphore::new(opts.limits.max_in_flight)),
+            limits: opts.limits,
+            entries: RwLock::new(entries),
+            admin: Mutex::new(()),
+        })
+    }
+
+    /// The witness's cosigner public key (type 0x04); `to_vkey()` is what logs configure.
+    pub fn verifier(&self) -> Verifier {
+        self.cosigner.verifier()
+    }
+
+    fn known(&self, origin: &str) -> Result<(Arc<LogConfig>, Arc<Slot>), Error> {
+        let entries = self.entries.read().map_err(|_| lock_poisoned())?;
+        match entries.get(origin) {
+            Some(Entry {
+                log: Some(log),
+                slot,
+            }) => Ok((log.clone(), slot.clone())),
+            _ => Err(Error::UnknownOrigin {
+                origin: origin.to_owned(),
+            }),
+        }
+    }
+
+    /// add-checkpoint (c2sp.org/tlog-witness): verifies the log's signature, the old size and
+    /// the consistency proof against the held checkpoint, stores the new checkpoint (synced) and
+    /// returns the cosignature line. Errors are in the order the spec lists them: 404, 403, 400,
+    /// 409, 422.
+    #[instrument(name = "add_checkpoint", skip_all, fields(origin = tracing::field::Empty, old_size = req.old_size, size = tracing::field::Empty))]
+    pub async fn add_checkpoint(&self, req: AddCheckpoint) -> Result<Cosigned, Error> {
+        let global = self
+            .global
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| Error::Overloaded {
+                scope: LimitScope::Global,
+            })?;
+        let note = Note::parse(req.checkpoint.as_bytes())
+            .map_err(|e| Error::malformed(format!("checkpoint note: {e}")))?;
+        let cp = Checkpoint::parse(note.text())
+            .map_err(|e| Error::malformed(format!("checkpoint: {e}")))?;
+        let span = tracing::Span::current();
+        span.record("origin", cp.origin.as_str());
+        span.record("size", cp.size);
+        let (log, slot) = self.known(&cp.origin)?;
+        // c2sp.org/signed-note semantics: unknown keys are ignored, a known key whose signature
+        // fails rejects the note, and at least one known key must have signed.
+        note.verify(log.verifiers())
+            .map_err(|source| Error::Untrusted {
+                origin: cp.origin.clone(),
+                source,
+            })?;
+        if req.old_size > cp.size {
+            return Err(Error::OldSizeTooLarge {
+                old_size: req.old_size,
+                size: cp.size,
+            });
+        }
+        let queued = slot
+            .queue
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| Error::Overloaded {
+                scope: LimitScope::Origin,
+            })?;
+        let guard = slot.latest.clone().lock_owned().await;
+        let commit = Commit {
+            store: self.store.clone(),
+            cosigner: self.cosigner.clone(),
+            clock: self.clock.clone(),
+            slot: slot.clone(),
+            permits: (global, queued),
+        };
+        let text = note.text().to_owned();
+        let result = blocking(move || commit.run(guard, req, cp, text)).await;
+        match &result {
+            Ok(c) => info!(timestamp = c.timestamp, "co-signed"),
+            Err(e @ Error::Inconsistent { .. }) => {
+                warn!(error = %e, "refused: possible log misbehaviour")
+            }
+            Err(e) => info!(error = %e, "refused"),
+        }
+        result
+    }
+
+    /// The latest checkpoint held for `origin` (also after the log was removed). Unknown origins
+    /// without state are [`Error::UnknownOrigin`].
+    pub async fn latest(&self, origin: &str) -> Result<Option<Latest>, Error> {
+        let slot = {
+            let entries = self.entries.read().map_err(|_| lock_poisoned())?;
+            entries
+                .get(origin)
+                .map(|e| e.slot.clone())
+                .ok_or_else(|| Error::UnknownOrigin {
+                    origin: origin.to_owned(),
+                })?
+        };
+        let latest = slot.latest.lock().await;
+        Ok(latest.clone())
+    }
+
+    /// Adds a log, or replaces its keys; persisted (synced) before it returns.
+    #[instrument(skip_all, fields(origin = log.origin()))]
+    pub async fn add_log(&self, log: LogConfig) -> Result<(), Error> {
+        let _admin = self.admin.lock().await;
+        let store = self.store.clone();
+        let (origin, vkeys) = (log.origin().to_owned(), log.vkeys());
+        blocking(move || store.put_log(&origin, &vkeys)).await?;
+        let mut entries = self.entries.write().map_err(|_| lock_poisoned())?;
+        let max = self.limits.max_queued_per_origin;
+        let origin = log.origin().to_owned();
+        entries
+            .entry(origin)
+            .or_insert_with(|| Entry {
+                log: None,
+                slot: Arc::new(Slot {
+                    latest: Arc::new(Mutex::new(None)),
+                    size: AtomicU64::new(0),
+                    queue: Arc::new(Semaphore::new(max)),
+                }),
+            })
+            .log = Some(Arc::new(log));
+        info!("log added");
+        Ok(())
+    }
+
+    /// Removes a log (persisted, synced). Its held checkpoint is kept, so re-adding the log later
+    /// continues from it and cannot roll it back.
+    #[instrument(skip(self))]
+    pub async fn remove_log(&self, origin: &str) -> Result<(), Error> {
+        let _admin = self.admin.lock().await;
+        self.known(origin)?;
+        let store = self.store.clone();
+        let o = origin.to_owned();
+        blocking(move || store.delete_log(&o)).await?;
+        let mut entries = self.entries.write().map_err(|_| lock_poisoned())?;
+        if let Some(e) = entries.get_mut(origin) {
+            e.log = None;
+        }
+        info!("log removed");
+        Ok(())
+    }
+
+    /// The known logs, by origin, with the size held for each.
+    pub fn list_logs(&self) -> Result<Vec<LogStatus>, Error> {
+        let entries = self.entries.read().map_err(|_| lock_poisoned())?;
+        Ok(entries
+            .values()
+            .filter_map(|e| {
+                e.log.as_ref().map(|log| LogStatus {
+                    log: (**log).clone(),
+                    size: e.slot.size.load(Ordering::SeqCst),
+                })
+            })
+            .collect())
+    }
+
+    /// Flushes RocksDB (every write is already synced; this just leaves tidy SST files).
+    pub fn flush(&self) -> Result<(), Error> {
+        self.store.flush()
+    }
+}
+
+/// The atomic step of add-checkpoint, run on a blocking thread while holding the origin's lock.
+struct Commit {
+    store: Arc<Store>,
+    cosigner: Cosigner,
+    clock: Arc<dyn Clock>,
+    slot: Arc<Slot>,
+    /// Released only when the step is done, even if the caller went away.
+    permits: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+}
+
+impl Commit {
+    fn run(
+        self,
+        mut held: tokio::sync::OwnedMutexGuard<Option<Latest>>,
+        req: AddCheckpoint,
+        cp: Checkpoint,
+        body: String,
+    ) -> Result<Cosigned, Error> {
+        let (held_size, held_root) = held.as_ref().map_or((0, EMPTY_ROOT), |l| (l.size, l.root));
+        if req.old_size != held_size {
+            return Err(Error::SizeMismatch {
+                old_size: req.old_size,
+                held: held_size,
+            });
+        }
+        check_consistency(held_size, &held_root, &cp, &req.proof)?;
+        let timestamp = self.clock.now();
+        let cosignature = self
+            .cosigner
+            .cosign(&body, timestamp)
+            .map_err(|e| Error::Internal(format!("cosigning failed: {e}")))?
+            .to_line();
+        let latest = Latest {
+            size: cp.size,
+            root: cp.root,
+            body,
+            note: req.checkpoint,
+            cosignature: cosignature.clone(),
+            timestamp,
+        };
+        self.store.put_checkpoint(&cp.origin, &latest)?;
+        self.slot.size.store(cp.size, Ordering::SeqCst);
+        *held = Some(latest);
+        drop(self.permits);
+        Ok(Cosigned {
+            origin: cp.origin,
+            size: cp.size,
+            root: cp.root,
+            timestamp,
+            cosignatures: cosignature,
+        })
+    }
+}
+
+/// The 422 checks of c2sp.org/tlog-witness: the proof from the held size must verify (RFC 9162
+/// §2.1.4.2), must be empty from size 0; the same size must have the same root; an empty tree
+/// must have the root SHA-256("").
+fn check_consistency(
+    held_size: u64,
+    held_root: &Hash,
+    cp: &Checkpoint,
+    proof: &[Hash],
+) -> Result<(), Error> {
+    let inconsistent = |reason: String| Error::Inconsistent { reason };
+    if held_size == 0 && !proof.is_empty() {
+        return Err(inconsistent(
+            "the consistency proof from size 0 must be empty".into(),
+        ));
+    }
+    if cp.size == 0 && cp.root != EMPTY_ROOT {
+        return Err(inconsistent(
+            "a size-0 checkpoint must have the empty root SHA-256(\"\")".into(),
+        ));
+    }
+    if held_size == cp.size && held_root != &cp.root {
+        return Err(inconsistent(format!(
+            "the witness holds size {held_size} with root {}, not {}",
+            B64.encode(held_root),
+            B64.encode(cp.root)
+        )));
+    }
+    merkle::verify_consistency(held_size, cp.size, proof, held_root, &cp.root)
+        .map_err(|e| inconsistent(e.to_string()))
+}
+
+#[cfg(test)]
+#[path = "witness_tests.rs"]
+mod tests;

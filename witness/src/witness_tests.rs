@@ -1,0 +1,143 @@
+use super::*;
+use crate::clock::ManualClock;
+use accord_proto::Signer;
+use accord_proto::merkle::{MemoryTree, leaf_hash};
+
+const ORIGIN: &str = "example.com/log";
+
+fn open(dir: &std::path::Path, limits: Limits) -> (Arc<Witness>, Signer) {
+    let mut rng = rand::rngs::OsRng;
+    let log = Signer::generate(ORIGIN, &mut rng).unwrap();
+    let w = Witness::open(WitnessOptions {
+        data_dir: dir.to_owned(),
+        cosigner: Cosigner::generate("w", &mut rng).unwrap(),
+        logs: vec![LogConfig::from_verifiers(ORIGIN, vec![log.verifier()]).unwrap()],
+        limits,
+        clock: Arc::new(ManualClock::new(1_000)),
+    })
+    .unwrap();
+    (Arc::new(w), log)
+}
+
+fn request(log: &Signer, n: u8) -> AddCheckpoint {
+    let mut t = MemoryTree::new();
+    for i in 0..n {
+        t.push(leaf_hash(&[i])).unwrap();
+    }
+    AddCheckpoint {
+        old_size: 0,
+        proof: vec![],
+        checkpoint: Checkpoint::new(ORIGIN, t.size(), t.root())
+            .sign(log)
+            .unwrap(),
+    }
+}
+
+/// Waits (yielding, no timers) until `cond` holds.
+async fn until(cond: impl Fn() -> bool) {
+    while !cond() {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn per_origin_queue_is_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, log) = open(
+        dir.path(),
+        Limits {
+            max_in_flight: 10,
+            max_queued_per_origin: 1,
+        },
+    );
+    let (_, slot) = w.known(ORIGIN).unwrap();
+    let held = slot.latest.clone().lock_owned().await;
+    let first = tokio::spawn({
+        let (w, req) = (w.clone(), request(&log, 3));
+        async move { w.add_checkpoint(req).await }
+    });
+    until(|| slot.queue.available_permits() == 0).await;
+    let second = w.add_checkpoint(request(&log, 3)).await;
+    assert!(
+        matches!(
+            second,
+            Err(Error::Overloaded {
+                scope: LimitScope::Origin
+            })
+        ),
+        "{second:?}"
+    );
+    drop(held);
+    assert_eq!(first.await.unwrap().unwrap().size, 3);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn global_limit_is_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, log) = open(
+        dir.path(),
+        Limits {
+            max_in_flight: 1,
+            max_queued_per_origin: 10,
+        },
+    );
+    let (_, slot) = w.known(ORIGIN).unwrap();
+    let held = slot.latest.clone().lock_owned().await;
+    let first = tokio::spawn({
+        let (w, req) = (w.clone(), request(&log, 2));
+        async move { w.add_checkpoint(req).await }
+    });
+    until(|| w.global.available_permits() == 0).await;
+    let second = w.add_checkpoint(request(&log, 2)).await;
+    assert!(
+        matches!(
+            second,
+            Err(Error::Overloaded {
+                scope: LimitScope::Global
+            })
+        ),
+        "{second:?}"
+    );
+    drop(held);
+    assert_eq!(first.await.unwrap().unwrap().size, 2);
+    // Permits come back once the step is done.
+    assert_eq!(w.global.available_permits(), 1);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_dropped_caller_still_completes_the_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, log) = open(dir.path(), Limits::default());
+    let (_, slot) = w.known(ORIGIN).unwrap();
+    let held = slot.latest.clone().lock_owned().await;
+    let caller = tokio::spawn({
+        let (w, req) = (w.clone(), request(&log, 5));
+        async move { w.add_checkpoint(req).await }
+    });
+    until(|| slot.queue.available_permits() < Limits::default().max_queued_per_origin).await;
+    drop(held);
+    // The caller may be aborted at any point after it took the lock: what it stored and what
+    // the cache says must agree.
+    caller.abort();
+    let _ = caller.await;
+    let latest = slot.latest.lock().await.clone();
+    let stored = w.store.load_checkpoints().unwrap();
+    assert_eq!(stored.first().map(|(_, l)| l.clone()), latest);
+}
+
+#[test]
+fn consistency_rules() {
+    let mut t = MemoryTree::new();
+    for i in 0..5u8 {
+        t.push(leaf_hash(&[i])).unwrap();
+    }
+    let cp = |size, root| Checkpoint::new(ORIGIN, size, root);
+    // From nothing: any tree, empty proof.
+    assert!(check_consistency(0, &EMPTY_ROOT, &cp(5, t.root()), &[]).is_ok());
+    assert!(check_consistency(0, &EMPTY_ROOT, &cp(5, t.root()), &[[0; 32]]).is_err());
+    assert!(check_consistency(0, &EMPTY_ROOT, &cp(0, EMPTY_ROOT), &[]).is_ok());
+    assert!(check_consistency(0, &EMPTY_ROOT, &cp(0, [1; 32]), &[]).is_err());
+    // Same size: same root only.
+    assert!(check_consistency(5, &t.root(), &cp(5, t.root()), &[]).is_ok());
+    assert!(check_consistency(5, &t.root(), &cp(5, [1; 32]), &[]).is_err());
+}
