@@ -1,1 +1,471 @@
+//! Test harness for end-to-end scenarios: real `accord-node` and `accord-witness` processes on
+//! ephemeral ports (`127.0.0.1:0`), each in its own temporary directory that is removed — and
+//! its process killed — when the handle is dropped.
+//!
+//! Readiness is observed, never slept for: a process prints `listening ...` as its first stdout
+//! line once its port is bound, and a gRPC health check over TLS answers once it serves.
 #![forbid(unsafe_code)]
+
+use anyhow::{Context, Result, anyhow};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+
+/// The directory holding the workspace's binaries (next to the test executable's `deps/`).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let dir = exe.parent().expect("deps dir");
+    if dir.ends_with("deps") { dir.parent().expect("target dir").to_path_buf() } else { dir.to_path_buf() }
+}
+
+/// Path of a workspace binary; builds are done by `scripts/test.sh` before the tests run.
+pub fn bin(name: &str) -> PathBuf {
+    let p = bin_dir().join(name);
+    assert!(p.exists(), "{} not built: run `cargo build --workspace --bins` (scripts/test.sh does)", p.display());
+    p
+}
+
+/// Reads the first stdout line (`listening ...`) of a child, with a timeout.
+fn first_line(child: &mut Child, timeout: Duration) -> Result<String> {
+    let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(stdout);
+        let mut line = String::new();
+        let _ = r.read_line(&mut line);
+        let _ = tx.send(line);
+        // Keep draining so the child never blocks on a full pipe.
+        let mut sink = String::new();
+        while r.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
+            sink.clear();
+        }
+    });
+    let line = rx.recv_timeout(timeout).context("process did not print its listening line in time")?;
+    if line.is_empty() {
+        return Err(anyhow!("process exited before listening"));
+    }
+    Ok(line.trim().to_string())
+}
+
+/// A TLS channel to a server whose CA is `ca_pem`, optionally with a client identity.
+pub async fn tls_channel(addr: SocketAddr, ca_pem: &[u8], identity: Option<(Vec<u8>, Vec<u8>)>) -> Result<Channel> {
+    let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca_pem)).domain_name("localhost");
+    if let Some((c, k)) = identity {
+        tls = tls.identity(Identity::from_pem(c, k));
+    }
+    Ok(Endpoint::from_shared(format!("https://{addr}"))?
+        .tls_config(tls)?
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(30))
+        .connect()
+        .await?)
+}
+
+/// Waits until the gRPC health service reports SERVING.
+pub async fn wait_serving(ch: Channel) -> Result<()> {
+    use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient, health_check_response::ServingStatus};
+    let mut c = HealthClient::new(ch);
+    let r = c.check(HealthCheckRequest { service: String::new() }).await?.into_inner();
+    if r.status() == ServingStatus::Serving { Ok(()) } else { Err(anyhow!("health: {:?}", r.status())) }
+}
+
+/// A running `accord-node` process in a temporary directory.
+pub struct TestNode {
+    /// The organisation name.
+    pub name: String,
+    /// The node directory (from `accord-node init`).
+    pub dir: PathBuf,
+    /// The bound gRPC address.
+    pub addr: SocketAddr,
+    child: Option<Child>,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+/// Builds a [`TestNode`].
+pub struct TestNodeBuilder {
+    name: String,
+    parties: Vec<String>,
+    edits: Vec<Box<dyn FnOnce(&mut String, &Path)>>,
+}
+
+impl TestNodeBuilder {
+    /// Adds a party (key and token under `parties/`).
+    pub fn party(mut self, p: &str) -> Self {
+        self.parties.push(p.into());
+        self
+    }
+
+    /// Edits the generated config text before the first start (given the node dir).
+    pub fn config(mut self, f: impl FnOnce(&mut String, &Path) + 'static) -> Self {
+        self.edits.push(Box::new(f));
+        self
+    }
+
+    /// Runs `accord-node init`, applies the edits and starts the node.
+    pub async fn start(self) -> Result<TestNode> {
+        let mut n = self.init()?;
+        n.spawn().await?;
+        Ok(n)
+    }
+
+    /// Runs `accord-node init` and applies the edits, without starting the node (so that its
+    /// keys can be given to witnesses or peers first; then [`TestNode::spawn`]).
+    pub fn init(self) -> Result<TestNode> {
+        let tmp = tempfile::tempdir()?;
+        let dir = tmp.path().join(&self.name);
+        let mut cmd = Command::new(bin("accord-node"));
+        cmd.args(["init", "--dir"]).arg(&dir).args(["--name", &self.name, "--listen", "127.0.0.1:0"]);
+        for p in &self.parties {
+            cmd.args(["--party", p]);
+        }
+        let out = cmd.output()?;
+        if !out.status.success() {
+            return Err(anyhow!("init failed: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        let cfg = dir.join("accord.toml");
+        let mut text = std::fs::read_to_string(&cfg)?;
+        for e in self.edits {
+            e(&mut text, &dir);
+        }
+        std::fs::write(&cfg, text)?;
+        Ok(TestNode { name: self.name, dir, addr: "127.0.0.1:0".parse()?, child: None, _tmp: Some(tmp) })
+    }
+}
+
+impl TestNode {
+    /// A builder for a node of organisation `name`.
+    pub fn builder(name: &str) -> TestNodeBuilder {
+        TestNodeBuilder { name: name.into(), parties: Vec::new(), edits: Vec::new() }
+    }
+
+    /// Starts the process (after `init`, or again after a stop), pinning the port it got first so
+    /// that peers configured with it still reach it after a restart.
+    pub async fn spawn(&mut self) -> Result<()> {
+        let cfg = self.dir.join("accord.toml");
+        if self.addr.port() != 0 {
+            let text = std::fs::read_to_string(&cfg)?;
+            let text = text
+                .lines()
+                .map(|l| if l.starts_with("listen = ") { format!("listen = \"{}\"", self.addr) } else { l.to_string() })
+                .collect::<Vec<_>>()
+                .join("\n");
+            std::fs::write(&cfg, text + "\n")?;
+        }
+        let mut child = Command::new(bin("accord-node"))
+            .args(["serve", "--config"])
+            .arg(&cfg)
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let line = first_line(&mut child, Duration::from_secs(60))?;
+        let addr = line.strip_prefix("listening ").ok_or_else(|| anyhow!("unexpected first line {line:?}"))?;
+        self.addr = addr.parse()?;
+        self.child = Some(child);
+        wait_serving(self.channel().await?).await?;
+        Ok(())
+    }
+
+    /// Edits the config file (e.g. between `init` and `spawn`, or before a restart).
+    pub fn edit_config(&self, f: impl FnOnce(&mut String)) -> Result<()> {
+        let cfg = self.dir.join("accord.toml");
+        let mut text = std::fs::read_to_string(&cfg)?;
+        f(&mut text);
+        std::fs::write(&cfg, text)?;
+        Ok(())
+    }
+
+    /// The log origin (`<name>.accord/log`).
+    pub fn origin(&self) -> String {
+        format!("{}.accord/log", self.name)
+    }
+
+    /// A TLS channel to the node (trusting its CA).
+    pub async fn channel(&self) -> Result<Channel> {
+        tls_channel(self.addr, &std::fs::read(self.dir.join("tls/ca.pem"))?, None).await
+    }
+
+    /// The node's CA certificate (PEM).
+    pub fn ca_pem(&self) -> Vec<u8> {
+        std::fs::read(self.dir.join("tls/ca.pem")).expect("ca.pem")
+    }
+
+    /// A party's secret key text.
+    pub fn party_skey(&self, party: &str) -> String {
+        std::fs::read_to_string(self.dir.join(format!("parties/{party}.skey"))).expect("party skey")
+    }
+
+    /// A party's bearer token.
+    pub fn party_token(&self, party: &str) -> String {
+        std::fs::read_to_string(self.dir.join(format!("parties/{party}.token"))).expect("party token")
+    }
+
+    /// The operator token.
+    pub fn admin_token(&self) -> String {
+        std::fs::read_to_string(self.dir.join("admin.token")).expect("admin token")
+    }
+
+    /// The node's vkey.
+    pub fn vkey(&self) -> String {
+        std::fs::read_to_string(self.dir.join("keys/node.vkey")).expect("node vkey").trim().to_string()
+    }
+
+    /// SIGKILL: no chance to flush anything.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM and wait for a graceful exit; returns whether it exited successfully.
+    pub fn terminate(&mut self) -> Result<bool> {
+        let Some(mut c) = self.child.take() else { return Ok(true) };
+        let st = Command::new("kill").args(["-TERM", &c.id().to_string()]).status()?;
+        if !st.success() {
+            return Err(anyhow!("kill -TERM failed"));
+        }
+        Ok(c.wait()?.success())
+    }
+}
+
+impl Drop for TestNode {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// A running `accord-witness` process in a temporary directory.
+pub struct TestWitness {
+    /// The witness name (its cosigner key name).
+    pub name: String,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// gRPC (TLS) address.
+    pub grpc: SocketAddr,
+    /// C2SP HTTP address.
+    pub http: SocketAddr,
+    child: Option<Child>,
+    _tmp: tempfile::TempDir,
+}
+
+impl TestWitness {
+    /// `accord-witness init`, configured to witness the log `origin` with `vkey`, then started.
+    pub async fn start(name: &str, origin: &str, vkey: &str) -> Result<TestWitness> {
+        let tmp = tempfile::tempdir()?;
+        let dir = tmp.path().join("witness");
+        let out = Command::new(bin("accord-witness"))
+            .args(["init", "--dir"])
+            .arg(&dir)
+            .args(["--name", name, "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"])
+            .output()?;
+        if !out.status.success() {
+            return Err(anyhow!("witness init failed: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        let cfg = dir.join("witness.toml");
+        let mut text = std::fs::read_to_string(&cfg)?;
+        text.push_str(&format!("\n[[logs]]\norigin = \"{origin}\"\nvkeys = [\"{vkey}\"]\n"));
+        std::fs::write(&cfg, text)?;
+        let mut w = TestWitness {
+            name: name.into(),
+            dir,
+            grpc: "127.0.0.1:0".parse()?,
+            http: "127.0.0.1:0".parse()?,
+            child: None,
+            _tmp: tmp,
+        };
+        w.spawn().await?;
+        Ok(w)
+    }
+
+    /// Starts (or restarts) the process, keeping the ports it got the first time.
+    pub async fn spawn(&mut self) -> Result<()> {
+        let cfg = self.dir.join("witness.toml");
+        if self.grpc.port() != 0 {
+            let text = std::fs::read_to_string(&cfg)?;
+            let (g, h) = (self.grpc, self.http);
+            let mut section = String::new();
+            let text = text
+                .lines()
+                .map(|l| {
+                    if l.starts_with('[') {
+                        section = l.to_string();
+                    }
+                    match (section.as_str(), l.starts_with("listen = ")) {
+                        ("[grpc]", true) => format!("listen = \"{g}\""),
+                        ("[http]", true) => format!("listen = \"{h}\""),
+                        _ => l.to_string(),
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            std::fs::write(&cfg, text + "\n")?;
+        }
+        let mut child = Command::new(bin("accord-witness"))
+            .args(["serve", "--config"])
+            .arg(&cfg)
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let line = first_line(&mut child, Duration::from_secs(60))?;
+        let rest = line.strip_prefix("listening ").ok_or_else(|| anyhow!("unexpected first line {line:?}"))?;
+        for part in rest.split_whitespace() {
+            if let Some(a) = part.strip_prefix("grpc=") {
+                self.grpc = a.parse()?;
+            } else if let Some(a) = part.strip_prefix("http=") {
+                self.http = a.parse()?;
+            }
+        }
+        self.child = Some(child);
+        wait_serving(self.channel().await?).await?;
+        Ok(())
+    }
+
+    /// A TLS channel to the witness's gRPC listener.
+    pub async fn channel(&self) -> Result<Channel> {
+        tls_channel(self.grpc, &std::fs::read(self.dir.join("tls/ca.pem"))?, None).await
+    }
+
+    /// The cosigner vkey.
+    pub fn vkey(&self) -> String {
+        std::fs::read_to_string(self.dir.join("witness.vkey")).expect("witness vkey").trim().to_string()
+    }
+
+    /// The node config lines that add this witness to a node's policy.
+    pub fn node_config_entry(&self) -> String {
+        format!(
+            "\n[[witnesses.list]]\nvkey = \"{}\"\nendpoint = \"https://{}\"\nca = \"{}\"\n",
+            self.vkey(),
+            self.grpc,
+            self.dir.join("tls/ca.pem").display()
+        )
+    }
+
+    /// SIGKILL.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for TestWitness {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Runs a workspace binary to completion, returning (exit code, stdout, stderr).
+pub fn run_bin(name: &str, args: &[&str], stdin: Option<&str>) -> Result<(i32, String, String)> {
+    use std::io::Write;
+    let mut child = Command::new(bin(name))
+        .args(args)
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(input.as_bytes())?;
+    }
+    let out = child.wait_with_output()?;
+    Ok((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+/// Polls `f` until it returns `Some`, or fails after `timeout`. For conditions that advance in
+/// the background (checkpoints, witnessing, delivery): the wait ends as soon as it holds.
+pub async fn eventually<T, F, Fut>(timeout: Duration, mut f: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut delay = Duration::from_millis(20);
+    loop {
+        if let Some(v) = f().await {
+            return Ok(v);
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(anyhow!("condition not reached within {timeout:?}"));
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_millis(250));
+    }
+}
+
+/// Config lines for quick federation retries in tests (append to a node's config).
+pub const FAST_FEDERATION: &str =
+    "\n[federation]\nretry_base_ms = 50\nretry_max_ms = 1000\nbreaker_failures = 3\nreceipt_poll_ms = 200\n";
+
+/// Federation helpers: peers are added at run time through AdminService (ports are ephemeral).
+impl TestNode {
+    /// An AdminService request carrying the operator token.
+    pub fn admin_request<T>(&self, t: T) -> tonic::Request<T> {
+        let mut r = tonic::Request::new(t);
+        r.metadata_mut()
+            .insert("authorization", format!("Bearer {}", self.admin_token().trim()).parse().expect("ascii token"));
+        r
+    }
+
+    /// An AdminService client.
+    pub async fn admin(&self) -> Result<accord_proto::pb::admin::v1::admin_service_client::AdminServiceClient<Channel>> {
+        Ok(accord_proto::pb::admin::v1::admin_service_client::AdminServiceClient::new(self.channel().await?))
+    }
+
+    /// Every key that signs this organisation's records and envelopes: the node key and the
+    /// keys of the parties created by `init`.
+    pub fn org_vkeys(&self) -> Vec<String> {
+        let mut keys = vec![self.vkey()];
+        if let Ok(dir) = std::fs::read_dir(self.dir.join("parties")) {
+            for e in dir.flatten() {
+                if e.path().extension().is_some_and(|x| x == "skey") {
+                    let text = std::fs::read_to_string(e.path()).expect("party skey");
+                    let s = accord_proto::note::Signer::from_skey(text.trim()).expect("party skey parses");
+                    keys.push(s.verifier().to_vkey());
+                }
+            }
+        }
+        keys
+    }
+
+    /// This node as another node's peer: its name, endpoint, keys and CA.
+    pub fn as_peer(&self) -> accord_proto::pb::admin::v1::Peer {
+        use accord_proto::pb::admin::v1 as admin;
+        admin::Peer {
+            name: self.name.clone(),
+            endpoint: format!("https://{}", self.addr),
+            keys: self.org_vkeys().into_iter().map(|vkey| admin::PeerKey { vkey, valid_until_unix_ms: 0 }).collect(),
+            tls_certificate_pem: String::from_utf8(self.ca_pem()).expect("pem"),
+            enabled: true,
+        }
+    }
+
+    /// Adds `other` as a peer of this node through AdminService.
+    pub async fn add_peer(&self, other: &TestNode) -> Result<()> {
+        let req = accord_proto::pb::admin::v1::AddPeerRequest { peer: Some(other.as_peer()) };
+        self.admin().await?.add_peer(self.admin_request(req)).await.map_err(|s| anyhow!("AddPeer: {s}"))?;
+        Ok(())
+    }
+
+    /// A mutual-TLS channel to `other` with this node's own TLS identity (as its federation
+    /// sender connects).
+    pub async fn peer_channel(&self, other: &TestNode) -> Result<Channel> {
+        let cert = std::fs::read(self.dir.join("tls/node.pem"))?;
+        let key = std::fs::read(self.dir.join("tls/node.key"))?;
+        tls_channel(other.addr, &other.ca_pem(), Some((cert, key))).await
+    }
+}
+
+/// Makes two nodes peers of each other.
+pub async fn federate(a: &TestNode, b: &TestNode) -> Result<()> {
+    a.add_peer(b).await?;
+    b.add_peer(a).await
+}
