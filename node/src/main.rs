@@ -1,1 +1,97 @@
-fn main() {}
+//! `accord-node`: `init` a node directory, or `serve` one.
+
+use accord_node::{config::Config, init};
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use tokio_util::sync::CancellationToken;
+
+/// An organisation's Accord node: a signed-record ledger, Merkle log and federation endpoint.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Create a node directory: keys, TLS material, party credentials and a commented config.
+    Init {
+        /// The directory to create (must be absent or empty).
+        #[arg(long)]
+        dir: PathBuf,
+        /// The organisation's name.
+        #[arg(long)]
+        name: String,
+        /// A party of the organisation to create credentials for (repeatable).
+        #[arg(long = "party")]
+        parties: Vec<String>,
+        /// The listen address written into the config.
+        #[arg(long, default_value = "127.0.0.1:7443")]
+        listen: String,
+    },
+    /// Serve a node.
+    Serve {
+        /// The config file.
+        #[arg(long)]
+        config: PathBuf,
+        /// Log format.
+        #[arg(long, value_enum, default_value_t = LogFormat::Human)]
+        log_format: LogFormat,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Human,
+    Json,
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Human => b.init(),
+        LogFormat::Json => b.json().init(),
+    }
+}
+
+async fn shutdown_signal(token: CancellationToken) {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {},
+        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {},
+    }
+    tracing::info!("shutdown signal received; draining");
+    token.cancel();
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    match Cli::parse().cmd {
+        Cmd::Init { dir, name, parties, listen } => {
+            let made = init::init(&init::InitOptions { dir, name, parties, listen })?;
+            println!("config: {}", made.config.display());
+            println!("node vkey: {}", made.vkey);
+            println!("admin token: in admin.token next to the config");
+            for (p, vkey, _) in &made.parties {
+                println!("party {p}: vkey {vkey} (skey and token under parties/)");
+            }
+            Ok(())
+        }
+        Cmd::Serve { config, log_format } => {
+            init_tracing(log_format);
+            let cfg = Config::load(&config).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let listener = tokio::net::TcpListener::bind(cfg.listen)
+                .await
+                .with_context(|| format!("listen: cannot bind {}", cfg.listen))?;
+            // The first line on stdout is the bound address, for scripts and tests (port 0).
+            println!("listening {}", listener.local_addr()?);
+            let token = CancellationToken::new();
+            tokio::spawn(shutdown_signal(token.clone()));
+            accord_node::run(cfg, listener, token).await.map_err(|e| anyhow::anyhow!("{e}"))
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! `accord-node init`: creates a node directory with its keys, TLS material, party credentials
+//! and a commented config file.
+
+use crate::error::Error;
+use accord_proto::note::Signer;
+use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// What `init` creates.
+#[derive(Debug, Clone)]
+pub struct InitOptions {
+    /// The directory (created; must be empty or absent).
+    pub dir: PathBuf,
+    /// The organisation name.
+    pub name: String,
+    /// Parties to create (each gets a record key and a bearer token).
+    pub parties: Vec<String>,
+    /// The listen address to write into the config.
+    pub listen: String,
+}
+
+/// What `init` made, for printing.
+#[derive(Debug, Clone)]
+pub struct Initialized {
+    /// The config file.
+    pub config: PathBuf,
+    /// The node's vkey.
+    pub vkey: String,
+    /// The operator's bearer token (also in `admin.token`).
+    pub admin_token: String,
+    /// Party name, vkey, bearer token.
+    pub parties: Vec<(String, String, String)>,
+}
+
+pub(crate) fn write_secret(path: &Path, text: &str) -> Result<(), Error> {
+    use std::io::Write;
+    #[cfg(unix)]
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    o.mode(0o600);
+    let mut f = o.open(path).map_err(|e| Error::invalid("--dir", format!("{}: {e}", path.display())))?;
+    f.write_all(text.as_bytes()).map_err(|e| Error::invalid("--dir", format!("{}: {e}", path.display())))
+}
+
+fn write(path: &Path, text: &str) -> Result<(), Error> {
+    std::fs::write(path, text).map_err(|e| Error::invalid("--dir", format!("{}: {e}", path.display())))
+}
+
+fn token() -> String {
+    let mut b = [0u8; 32];
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut b);
+    hex::encode(b)
+}
+
+/// SHA-256 of a bearer token, hex (what the config stores).
+pub fn token_hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// Creates the node directory.
+pub fn init(o: &InitOptions) -> Result<Initialized, Error> {
+    crate::config::Config::check_org_name(&o.name)?;
+    if o.dir.exists() && std::fs::read_dir(&o.dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        return Err(Error::invalid("--dir", format!("{} exists and is not empty", o.dir.display())));
+    }
+    for sub in ["", "keys", "tls", "parties", "data"] {
+        std::fs::create_dir_all(o.dir.join(sub)).map_err(|e| Error::invalid("--dir", e.to_string()))?;
+    }
+    let origin = format!("{}.accord/log", o.name);
+    let node = Signer::generate(&origin, &mut rand::rngs::OsRng).map_err(|e| Error::Internal(e.to_string()))?;
+    write_secret(&o.dir.join("keys/node.skey"), &node.to_skey())?;
+    write(&o.dir.join("keys/node.vkey"), &node.verifier().to_vkey())?;
+    let tls = crate::pki::generate(&o.name, &crate::pki::default_sans(&o.name))?;
+    write(&o.dir.join("tls/ca.pem"), &tls.ca_cert_pem)?;
+    write_secret(&o.dir.join("tls/ca.key"), &tls.ca_key_pem)?;
+    write(&o.dir.join("tls/node.pem"), &tls.cert_pem)?;
+    write_secret(&o.dir.join("tls/node.key"), &tls.key_pem)?;
+    let admin_token = token();
+    write_secret(&o.dir.join("admin.token"), &admin_token)?;
+
+    let mut parties = Vec::new();
+    let mut party_toml = String::new();
+    for p in &o.parties {
+        crate::config::Config::check_org_name(p)?;
+        let s = Signer::generate(&format!("{}/{}", o.name, p), &mut rand::rngs::OsRng)
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        write_secret(&o.dir.join(format!("parties/{p}.skey")), &s.to_skey())?;
+        let t = token();
+        write_secret(&o.dir.join(format!("parties/{p}.token")), &t)?;
+        let vkey = s.verifier().to_vkey();
+        let _ = write!(
+            party_toml,
+            "\n[[parties]]\nname = \"{p}\"\n# Keys that sign this party's records (C2SP vkeys).\nvkeys = [\"{vkey}\"]\n# SHA-256 of the bearer token in parties/{p}.token, for Declare.\ntoken_sha256 = \"{}\"\n",
+            token_hash(&t)
+        );
+        parties.push((p.clone(), vkey, t));
+    }
+    let config = format!(
+        r#"# Accord node configuration for organisation "{name}".
+# Relative paths are relative to this file. Every field is validated before any port is bound.
+
+# The organisation's name: its peer name in federation, and the organisation of its parties.
+name = "{name}"
+# The RocksDB ledger.
+data_dir = "data"
+# gRPC (TLS) listen address; port 0 picks a free port (printed at start-up).
+listen = "{listen}"
+
+[tls]
+cert = "tls/node.pem"
+key = "tls/node.key"
+# CA certificates whose client certificates are accepted (mutual TLS). Peers' CAs are added
+# automatically.
+client_ca = []
+# Refuse clients without a certificate.
+require_client_cert = false
+
+[keys]
+# Signs checkpoints (its key name is the log origin), receipts and the node's own records.
+node = "keys/node.skey"
+
+[log]
+origin = "{origin}"
+# How often the checkpointer signs a new checkpoint when the tree has grown (ms).
+checkpoint_interval_ms = 1000
+
+[clock]
+# How often the Work service party looks for due work (expiry, implicit acceptance, ...), ms.
+tick_ms = 1000
+
+[admin]
+# SHA-256 of the operator bearer token in admin.token.
+token_sha256 = "{admin}"
+
+[authorities]
+# Parties ("org/name") with the administrative_close authority, principals, and queue owners
+# ("org/name:queue").
+administrative_close = []
+principals = []
+queue_owners = []
+
+[witnesses]
+# A record is witnessed once a checkpoint that includes it has k valid cosignatures.
+k = 0
+# [[witnesses.list]]
+# vkey = "witness.example/w1+...+BA..."
+# endpoint = "https://127.0.0.1:7444"
+# ca = "witness-ca.pem"
+
+# [[peers]]
+# name = "other-org"
+# endpoint = "https://127.0.0.1:7445"
+# vkeys = ["other-org.accord/log+...+AQ..."]
+# ca = "other-org-ca.pem"
+{party_toml}"#,
+        name = o.name,
+        listen = o.listen,
+        origin = origin,
+        admin = token_hash(&admin_token),
+    );
+    let cfg_path = o.dir.join("accord.toml");
+    write(&cfg_path, &config)?;
+    Ok(Initialized { config: cfg_path, vkey: node.verifier().to_vkey(), admin_token, parties })
+}

@@ -1,0 +1,125 @@
+//! The ledger: an append-only sequence of signed records in RocksDB, committed into an RFC 6962
+//! Merkle tree in the same synced write (DESIGN.md, "Ledger and durability").
+//!
+//! Appends go through one writer thread that does group commit: it drains every append that is
+//! waiting (up to `max_batch`), assigns sequence numbers, lets the [`Machine`] (the Work kernel's
+//! projection) decide each record's outcome in ledger order, and writes records, id index, Merkle
+//! nodes and outcomes in one `WriteBatch` with `sync = true`. Only after that write returns is
+//! any of them answered `recorded`. A failed write poisons the ledger: the in-memory state may be
+//! ahead of the disk, so the writer stops and every later append fails until a restart recovers
+//! from disk.
+
+mod store;
+mod writer;
+
+pub use store::{Store, TreeNodes};
+pub use writer::{AppendResult, Machine, Outcome};
+
+use crate::error::Error;
+use accord_proto::pb::record::v1::SignedRecord;
+use accord_proto::pb::work::v1::LedgerEntry;
+use accord_proto::signing::RecordId;
+use std::path::Path;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot, watch};
+
+/// A record ready to append: verified, with its id and whatever the machine needs decoded.
+#[derive(Debug)]
+pub struct Append<I> {
+    /// The record id.
+    pub id: RecordId,
+    /// The signed record, as received.
+    pub signed: SignedRecord,
+    /// The machine's decoded form.
+    pub input: I,
+}
+
+pub(crate) enum Job<I> {
+    Append(Box<Append<I>>, oneshot::Sender<Result<AppendResult, Error>>),
+    Stop,
+}
+
+/// Handle to the ledger: cheap to clone.
+pub struct Ledger<I> {
+    store: Arc<Store>,
+    tx: mpsc::Sender<Job<I>>,
+    len: watch::Receiver<u64>,
+}
+
+impl<I> std::fmt::Debug for Ledger<I> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger").field("len", &*self.len.borrow()).finish()
+    }
+}
+
+impl<I> Clone for Ledger<I> {
+    fn clone(&self) -> Self {
+        Self { store: self.store.clone(), tx: self.tx.clone(), len: self.len.clone() }
+    }
+}
+
+impl<I: Send + 'static> Ledger<I> {
+    /// Opens (or creates) the ledger in `dir`, replays every record through `machine` to rebuild
+    /// the projections, and starts the writer thread. The thread ends, flushing, when every
+    /// handle is dropped.
+    pub fn open<M>(dir: &Path, mut machine: M, max_batch: usize) -> Result<(Self, std::thread::JoinHandle<()>), Error>
+    where
+        M: Machine<Input = I>,
+    {
+        let store = Arc::new(Store::open(dir)?);
+        let len = store.len()?;
+        let mut seq = 0;
+        while seq < len {
+            for entry in store.range(seq, 1024)? {
+                machine.restore(&entry);
+                seq = entry.sequence + 1;
+            }
+        }
+        let (len_tx, len_rx) = watch::channel(len);
+        let (tx, rx) = mpsc::channel(max_batch.max(1) * 4);
+        let w = writer::Writer::new(store.clone(), machine, len, max_batch, len_tx)?;
+        let handle = std::thread::Builder::new()
+            .name("ledger-writer".into())
+            .spawn(move || w.run(rx))
+            .map_err(|e| Error::Internal(format!("spawn ledger writer: {e}")))?;
+        Ok((Self { store, tx, len: len_rx }, handle))
+    }
+
+    /// Appends one record; resolves once it is durable (or was already in the ledger).
+    pub async fn append(&self, a: Append<I>) -> Result<AppendResult, Error> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send(Job::Append(Box::new(a), tx)).await.map_err(|_| Error::LedgerStopped)?;
+        rx.await.map_err(|_| Error::LedgerStopped)?
+    }
+
+    /// Stops the writer after the appends already queued; later appends fail with
+    /// [`Error::LedgerStopped`]. Used at graceful shutdown.
+    pub async fn stop(&self) {
+        let _ = self.tx.send(Job::Stop).await;
+    }
+
+    /// The storage, for reads.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// Records durably in the ledger (the next sequence number).
+    pub fn len(&self) -> u64 {
+        *self.len.borrow()
+    }
+
+    /// Whether the ledger has no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Watches the ledger's length (for tailing streams and the checkpointer).
+    pub fn watch_len(&self) -> watch::Receiver<u64> {
+        self.len.clone()
+    }
+
+    /// One entry by record id.
+    pub fn get_by_id(&self, id: &RecordId) -> Result<Option<LedgerEntry>, Error> {
+        self.store.get_by_id(id)
+    }
+}

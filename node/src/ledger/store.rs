@@ -1,0 +1,192 @@
+//! RocksDB layout of the node. Column families:
+//!
+//! | cf | key | value |
+//! |---|---|---|
+//! | `records` | sequence (u64 BE) | `LedgerEntry` (protobuf) |
+//! | `ids` | record id (32 bytes) | sequence (u64 BE) |
+//! | `tree` | level (u8) ‖ index (u64 BE) | the perfect-subtree hash over leaves `[index·2^level, (index+1)·2^level)` |
+//! | `meta` | name | value (checkpoints, counters) |
+//! | `outbox`, `inbox`, `receipts`, `peers`, `quarantine` | federation state (see `federation`) |
+//!
+//! Level 0 of `tree` holds the leaf hashes. Every node of a perfect subtree is written once, in
+//! the same batch as the leaf that completes it, so any root and any proof for any tree size is
+//! O(log n) point reads ([`accord_proto::merkle::NodeSource`]).
+
+use crate::error::Error;
+use accord_proto::pb::work::v1::LedgerEntry;
+use accord_proto::signing::RecordId;
+use prost::Message;
+use rocksdb::{BlockBasedOptions, ColumnFamilyDescriptor, DBCompressionType, Options, DB};
+use std::path::Path;
+
+/// Column families, created on open.
+pub const CFS: &[&str] = &["records", "ids", "tree", "meta", "outbox", "inbox", "receipts", "peers", "quarantine"];
+
+/// The node's RocksDB.
+pub struct Store {
+    db: DB,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.db.path()).finish()
+    }
+}
+
+fn cf_options(bloom: bool) -> Options {
+    let mut o = Options::default();
+    o.set_compression_type(DBCompressionType::None);
+    if bloom {
+        let mut b = BlockBasedOptions::default();
+        b.set_bloom_filter(10.0, false);
+        o.set_block_based_table_factory(&b);
+    }
+    o
+}
+
+/// Key of a tree node.
+pub fn tree_key(level: u32, index: u64) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[0] = level as u8;
+    k[1..].copy_from_slice(&index.to_be_bytes());
+    k
+}
+
+impl Store {
+    /// Opens or creates the database with every column family.
+    pub fn open(dir: &Path) -> Result<Store, Error> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::Storage(format!("create {}: {e}", dir.display())))?;
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        opts.set_compression_type(DBCompressionType::None);
+        opts.increase_parallelism(2);
+        let cfs = CFS.iter().map(|n| ColumnFamilyDescriptor::new(*n, cf_options(*n == "ids")));
+        let db = DB::open_cf_descriptors(&opts, dir, cfs).map_err(storage)?;
+        Ok(Store { db })
+    }
+
+    /// The raw database, for modules that own a column family.
+    pub fn db(&self) -> &DB {
+        &self.db
+    }
+
+    /// A column family handle (every name in [`CFS`] exists).
+    pub fn cf(&self, name: &str) -> Result<&rocksdb::ColumnFamily, Error> {
+        self.db.cf_handle(name).ok_or_else(|| Error::Internal(format!("missing column family {name}")))
+    }
+
+    /// Number of records (one past the last sequence).
+    pub fn len(&self) -> Result<u64, Error> {
+        let mut it = self.db.raw_iterator_cf(self.cf("records")?);
+        it.seek_to_last();
+        match it.key() {
+            Some(k) => Ok(u64_key(k)? + 1),
+            None => {
+                it.status().map_err(storage)?;
+                Ok(0)
+            }
+        }
+    }
+
+    /// One entry by sequence.
+    pub fn get(&self, seq: u64) -> Result<Option<LedgerEntry>, Error> {
+        match self.db.get_pinned_cf(self.cf("records")?, seq.to_be_bytes()).map_err(storage)? {
+            Some(v) => Ok(Some(decode_entry(&v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The sequence of a record id.
+    pub fn seq_of(&self, id: &RecordId) -> Result<Option<u64>, Error> {
+        match self.db.get_pinned_cf(self.cf("ids")?, id).map_err(storage)? {
+            Some(v) => Ok(Some(u64_key(&v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Sequences of several record ids at once.
+    pub fn seqs_of(&self, ids: &[RecordId]) -> Result<Vec<Option<u64>>, Error> {
+        let cf = self.cf("ids")?;
+        self.db
+            .batched_multi_get_cf(cf, ids.iter(), false)
+            .into_iter()
+            .map(|r| match r.map_err(storage)? {
+                Some(v) => Ok(Some(u64_key(&v)?)),
+                None => Ok(None),
+            })
+            .collect()
+    }
+
+    /// One entry by record id.
+    pub fn get_by_id(&self, id: &RecordId) -> Result<Option<LedgerEntry>, Error> {
+        match self.seq_of(id)? {
+            Some(s) => self.get(s),
+            None => Ok(None),
+        }
+    }
+
+    /// Up to `limit` entries from `from`, in order.
+    pub fn range(&self, from: u64, limit: usize) -> Result<Vec<LedgerEntry>, Error> {
+        let mut it = self.db.raw_iterator_cf(self.cf("records")?);
+        it.seek(from.to_be_bytes());
+        let mut out = Vec::new();
+        while out.len() < limit {
+            let Some(v) = it.value() else { break };
+            out.push(decode_entry(v)?);
+            it.next();
+        }
+        it.status().map_err(storage)?;
+        Ok(out)
+    }
+
+    /// A stored tree node.
+    pub fn tree_node(&self, level: u32, index: u64) -> Result<Option<[u8; 32]>, Error> {
+        match self.db.get_pinned_cf(self.cf("tree")?, tree_key(level, index)).map_err(storage)? {
+            Some(v) => {
+                let h: [u8; 32] = v.as_ref().try_into().map_err(|_| Error::Storage("tree node is not 32 bytes".into()))?;
+                Ok(Some(h))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Reads a `meta` value.
+    pub fn meta(&self, key: &str) -> Result<Option<Vec<u8>>, Error> {
+        self.db.get_cf(self.cf("meta")?, key).map_err(storage)
+    }
+
+    /// Writes a `meta` value durably.
+    pub fn put_meta(&self, key: &str, value: &[u8]) -> Result<(), Error> {
+        let mut wo = rocksdb::WriteOptions::default();
+        wo.set_sync(true);
+        self.db.put_cf_opt(self.cf("meta")?, key, value, &wo).map_err(storage)
+    }
+}
+
+/// The Merkle tree as stored: a [`accord_proto::merkle::NodeSource`] over the `tree` column family.
+#[derive(Debug, Clone, Copy)]
+pub struct TreeNodes<'a>(pub &'a Store);
+
+impl accord_proto::merkle::NodeSource for TreeNodes<'_> {
+    fn node(&self, level: u32, index: u64) -> Result<[u8; 32], accord_proto::Error> {
+        match self.0.tree_node(level, index) {
+            Ok(Some(h)) => Ok(h),
+            Ok(None) => Err(accord_proto::Error::NodeUnavailable { level, index }),
+            Err(e) => Err(accord_proto::Error::Storage { message: e.to_string() }),
+        }
+    }
+}
+
+pub(crate) fn storage(e: rocksdb::Error) -> Error {
+    Error::Storage(e.into_string())
+}
+
+fn u64_key(k: &[u8]) -> Result<u64, Error> {
+    let a: [u8; 8] = k.try_into().map_err(|_| Error::Storage("bad u64 key".into()))?;
+    Ok(u64::from_be_bytes(a))
+}
+
+fn decode_entry(v: &[u8]) -> Result<LedgerEntry, Error> {
+    LedgerEntry::decode(v).map_err(|e| Error::Storage(format!("corrupt ledger entry: {e}")))
+}

@@ -1,0 +1,175 @@
+//! The group-commit writer thread.
+
+use super::store::{storage, tree_key, Store};
+use super::{Append, Job};
+use crate::error::Error;
+use accord_proto::merkle::{leaf_hash, CompactRange};
+use accord_proto::pb::work::v1::{LedgerEntry, Outcome as PbOutcome};
+use accord_proto::signing::RecordId;
+use prost::Message;
+use rocksdb::{WriteBatch, WriteOptions};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot, watch};
+
+/// The kernel's verdict on one record.
+pub type Outcome = PbOutcome;
+
+/// What the ledger feeds: the Work projection. It is called in ledger order, from the writer
+/// thread only, exactly once per record (at append, or at restore after a restart).
+pub trait Machine: Send + 'static {
+    /// The decoded form of a record that `apply` needs.
+    type Input: Send + 'static;
+    /// Decides and applies a new record at `now` (the time it is recorded at).
+    fn apply(&mut self, seq: u64, id: &RecordId, input: &Self::Input, now: i64) -> Outcome;
+    /// Re-applies a stored entry at start-up (replay); must reach the same outcome.
+    fn restore(&mut self, entry: &LedgerEntry);
+}
+
+/// The answer to an append.
+#[derive(Debug, Clone)]
+pub struct AppendResult {
+    /// The record's sequence number (leaf index).
+    pub sequence: u64,
+    /// The kernel's verdict.
+    pub outcome: Outcome,
+    /// True when the record was already in the ledger.
+    pub duplicate: bool,
+    /// When it was recorded.
+    pub recorded_at: i64,
+}
+
+pub(super) struct Writer<M: Machine> {
+    store: Arc<Store>,
+    machine: M,
+    next: u64,
+    range: CompactRange,
+    max_batch: usize,
+    len_tx: watch::Sender<u64>,
+}
+
+type Reply = oneshot::Sender<Result<AppendResult, Error>>;
+
+impl<M: Machine> Writer<M> {
+    pub(super) fn new(
+        store: Arc<Store>,
+        machine: M,
+        len: u64,
+        max_batch: usize,
+        len_tx: watch::Sender<u64>,
+    ) -> Result<Self, Error> {
+        // The frontier of a tree of size n: its perfect subtrees, one per set bit (O(log n) reads).
+        let range = CompactRange::from_source(&super::TreeNodes(&store), len)
+            .map_err(|e| Error::Storage(format!("tree frontier: {e}")))?;
+        Ok(Self { store, machine, next: len, range, max_batch, len_tx })
+    }
+
+    pub(super) fn run(mut self, mut rx: mpsc::Receiver<Job<M::Input>>) {
+        let mut jobs = Vec::with_capacity(self.max_batch);
+        let mut stop = false;
+        while let Some(first) = rx.blocking_recv() {
+            let mut next = Some(first);
+            while let Some(j) = next.take() {
+                match j {
+                    Job::Stop => stop = true,
+                    append => jobs.push(append),
+                }
+                if jobs.len() < self.max_batch && !stop {
+                    next = rx.try_recv().ok();
+                }
+            }
+            let failed = self.commit(&mut jobs).err();
+            if let Some(e) = &failed {
+                tracing::error!(error = %e, "ledger write failed; the ledger stops until a restart");
+            }
+            if stop || failed.is_some() {
+                rx.close();
+                while let Ok(j) = rx.try_recv() {
+                    if let Job::Append(_, reply) = j {
+                        let _ = reply.send(Err(Error::LedgerStopped));
+                    }
+                }
+                break;
+            }
+        }
+        if let Err(e) = self.store.db().flush_wal(true) {
+            tracing::warn!(error = %e, "flush at shutdown");
+        }
+        tracing::info!(records = self.next, "ledger writer stopped");
+    }
+
+    fn commit(&mut self, jobs: &mut Vec<Job<M::Input>>) -> Result<(), Error> {
+        let now = crate::clock::now_ms();
+        let ids: Vec<RecordId> = jobs
+            .iter()
+            .map(|j| match j {
+                Job::Append(a, _) => a.id,
+                Job::Stop => [0; 32],
+            })
+            .collect();
+        let existing = self.store.seqs_of(&ids)?;
+        let (records, ids_cf, tree) = (self.store.cf("records")?, self.store.cf("ids")?, self.store.cf("tree")?);
+        let mut batch = WriteBatch::default();
+        let mut replies: Vec<(Reply, Result<AppendResult, Error>)> = Vec::with_capacity(jobs.len());
+        let mut in_batch: HashMap<RecordId, AppendResult> = HashMap::new();
+        for (job, old) in jobs.drain(..).zip(existing) {
+            let Job::Append(a, reply) = job else { continue };
+            if let Some(seq) = old {
+                let r = match self.store.get(seq) {
+                    Ok(Some(e)) => Ok(AppendResult {
+                        sequence: seq,
+                        outcome: e.outcome.unwrap_or_default(),
+                        duplicate: true,
+                        recorded_at: e.recorded_at_unix_ms,
+                    }),
+                    Ok(None) => Err(Error::Storage(format!("id index points at missing sequence {seq}"))),
+                    Err(e) => Err(e),
+                };
+                replies.push((reply, r));
+                continue;
+            }
+            if let Some(r) = in_batch.get(&a.id) {
+                replies.push((reply, Ok(AppendResult { duplicate: true, ..r.clone() })));
+                continue;
+            }
+            let Append { id, signed, input } = *a;
+            let seq = self.next;
+            let outcome = self.machine.apply(seq, &id, &input, now);
+            let leaf = signed.encode_to_vec();
+            let lh = leaf_hash(&leaf);
+            let completed = self.range.push(lh).map_err(|e| Error::Internal(format!("tree: {e}")));
+            // Level 0 (the leaf) and every perfect subtree it completes.
+            for (level, index, hash) in completed? {
+                batch.put_cf(tree, tree_key(level, index), hash);
+            }
+            let entry = LedgerEntry {
+                sequence: seq,
+                record_id: id.to_vec().into(),
+                record: Some(signed),
+                recorded_at_unix_ms: now,
+                outcome: Some(outcome.clone()),
+            };
+            batch.put_cf(records, seq.to_be_bytes(), entry.encode_to_vec());
+            batch.put_cf(ids_cf, id, seq.to_be_bytes());
+            self.next += 1;
+            let r = AppendResult { sequence: seq, outcome, duplicate: false, recorded_at: now };
+            in_batch.insert(id, r.clone());
+            replies.push((reply, Ok(r)));
+        }
+        if !batch.is_empty() {
+            let mut wo = WriteOptions::default();
+            wo.set_sync(true);
+            if let Err(e) = self.store.db().write_opt(batch, &wo) {
+                for (reply, _) in replies {
+                    let _ = reply.send(Err(Error::LedgerStopped));
+                }
+                return Err(storage(e));
+            }
+            self.len_tx.send_replace(self.next);
+        }
+        for (reply, r) in replies {
+            let _ = reply.send(r);
+        }
+        Ok(())
+    }
+}

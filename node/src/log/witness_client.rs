@@ -1,0 +1,199 @@
+//! The node's side of the witness protocol: a K-of-N policy over configured witnesses.
+//!
+//! Each new checkpoint goes to every witness with a consistency proof from the size that witness
+//! holds. The node learns that size from the witness's conflict answer (ABORTED with `tlog-size`)
+//! and remembers it in `meta`. A failing witness is retried with exponential backoff. The policy
+//! never fails open: fewer than K valid cosignatures and the checkpoint is not witnessed.
+
+use super::StoredCheckpoint;
+use crate::config::Config;
+use crate::error::Error;
+use crate::ledger::Store;
+use crate::server::Node;
+use accord_proto::checkpoint::verify_cosignature;
+use accord_proto::note::{NoteSignature, Verifier};
+use accord_proto::pb::witness::v1::{AddCheckpointRequest, witness_service_client::WitnessServiceClient};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tonic::transport::Channel;
+
+struct Witness {
+    verifier: Verifier,
+    endpoint: String,
+    channel: Channel,
+    state: Mutex<State>,
+}
+
+#[derive(Clone, Copy)]
+struct State {
+    known_size: u64,
+    failures: u32,
+    retry_at: Option<Instant>,
+}
+
+/// The configured witnesses and the policy's K.
+pub struct WitnessClient {
+    k: usize,
+    witnesses: Vec<Witness>,
+}
+
+impl std::fmt::Debug for WitnessClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WitnessClient").field("k", &self.k).field("n", &self.witnesses.len()).finish()
+    }
+}
+
+fn size_key(v: &Verifier) -> String {
+    format!("witness/{}/{}/size", v.name(), hex::encode(v.key_id()))
+}
+
+impl WitnessClient {
+    /// Builds the client from the validated config; channels connect lazily.
+    pub fn new(config: &Config, store: &Store) -> Result<WitnessClient, Error> {
+        let mut witnesses = Vec::new();
+        for (i, w) in config.witnesses.list.iter().enumerate() {
+            let field = format!("witnesses.list[{i}]");
+            let verifier = Verifier::from_vkey(&w.vkey).map_err(|e| Error::invalid(format!("{field}.vkey"), e.to_string()))?;
+            let uri: http::Uri = w.endpoint.parse().map_err(|e| Error::invalid(format!("{field}.endpoint"), format!("{e}")))?;
+            let mut tls = tonic::transport::ClientTlsConfig::new().domain_name(uri.host().unwrap_or("localhost"));
+            if let Some(ca) = &w.ca {
+                let pem = std::fs::read(ca).map_err(|e| Error::invalid(format!("{field}.ca"), e.to_string()))?;
+                tls = tls.ca_certificate(tonic::transport::Certificate::from_pem(pem));
+            }
+            let channel = tonic::transport::Endpoint::from_shared(w.endpoint.clone())
+                .map_err(|e| Error::invalid(format!("{field}.endpoint"), e.to_string()))?
+                .tls_config(tls)
+                .map_err(|e| Error::invalid(format!("{field}.ca"), e.to_string()))?
+                .connect_timeout(Duration::from_secs(3))
+                .timeout(Duration::from_secs(10))
+                .connect_lazy();
+            let known_size = match store.meta(&size_key(&verifier))? {
+                Some(v) => v.as_slice().try_into().map(u64::from_be_bytes).unwrap_or(0),
+                None => 0,
+            };
+            witnesses.push(Witness {
+                verifier,
+                endpoint: w.endpoint.clone(),
+                channel,
+                state: Mutex::new(State { known_size, failures: 0, retry_at: None }),
+            });
+        }
+        Ok(WitnessClient { k: config.witnesses.k, witnesses })
+    }
+
+    /// Cosignatures needed.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Takes `cp` to every witness that is not backing off; returns the checkpoint with the
+    /// cosignatures appended if at least K verified.
+    pub async fn witness(&self, node: &Node, cp: &StoredCheckpoint) -> Option<StoredCheckpoint> {
+        let body = match accord_proto::note::Note::parse(cp.note.as_bytes()) {
+            Ok(n) => n.text().to_string(),
+            Err(e) => {
+                tracing::error!(error = %e, "own checkpoint does not parse");
+                return None;
+            }
+        };
+        let calls = self.witnesses.iter().map(|w| self.ask(node, w, cp, &body));
+        let lines: Vec<NoteSignature> = futures::future::join_all(calls).await.into_iter().flatten().collect();
+        if lines.len() < self.k {
+            tracing::debug!(size = cp.size, got = lines.len(), k = self.k, "not enough cosignatures yet");
+            return None;
+        }
+        let mut note = cp.note.clone();
+        for l in &lines {
+            note.push_str(&l.to_line());
+        }
+        Some(StoredCheckpoint { note, size: cp.size, root: cp.root, cosignatures: lines.len() as u32 })
+    }
+
+    async fn ask(&self, node: &Node, w: &Witness, cp: &StoredCheckpoint, body: &str) -> Option<NoteSignature> {
+        let st = *w.state.lock().ok()?;
+        if st.retry_at.is_some_and(|t| Instant::now() < t) {
+            return None;
+        }
+        let mut known = st.known_size;
+        // A conflict tells us the witness's size; one more try with the right proof.
+        for _ in 0..3 {
+            if known > cp.size {
+                tracing::warn!(witness = %w.endpoint, known, size = cp.size, "witness holds a larger tree than ours");
+                self.failed(w, known);
+                return None;
+            }
+            let proof = if known == 0 {
+                Vec::new()
+            } else {
+                match super::consistency_proof(node.ledger.store(), known, cp.size) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        tracing::error!(error = %e, "consistency proof");
+                        return None;
+                    }
+                }
+            };
+            let req = AddCheckpointRequest {
+                old_size: known,
+                consistency_proof: proof.iter().map(|h| h.to_vec().into()).collect(),
+                checkpoint: cp.note.clone(),
+            };
+            match WitnessServiceClient::new(w.channel.clone()).add_checkpoint(req).await {
+                Ok(resp) => {
+                    let text = resp.into_inner().cosignatures;
+                    let found = text.lines().filter_map(|l| NoteSignature::parse_line(l).ok()).find_map(|sig| {
+                        verify_cosignature(&w.verifier, body, &sig).ok().map(|_| sig)
+                    });
+                    match found {
+                        Some(sig) => {
+                            self.succeeded(node, w, cp.size);
+                            return Some(sig);
+                        }
+                        None => {
+                            tracing::warn!(witness = %w.endpoint, "witness answered without a valid cosignature");
+                            self.failed(w, known);
+                            return None;
+                        }
+                    }
+                }
+                Err(s) if s.code() == tonic::Code::Aborted => {
+                    let held = s.metadata().get("tlog-size").and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+                    match held {
+                        Some(h) if h != known => known = h,
+                        _ => {
+                            self.failed(w, known);
+                            return None;
+                        }
+                    }
+                }
+                Err(s) => {
+                    tracing::warn!(witness = %w.endpoint, code = ?s.code(), message = s.message(), "add-checkpoint failed");
+                    self.failed(w, known);
+                    return None;
+                }
+            }
+        }
+        self.failed(w, known);
+        None
+    }
+
+    fn succeeded(&self, node: &Node, w: &Witness, size: u64) {
+        if let Ok(mut s) = w.state.lock() {
+            *s = State { known_size: size, failures: 0, retry_at: None };
+        }
+        if let Err(e) = node.ledger.store().put_meta(&size_key(&w.verifier), &size.to_be_bytes()) {
+            tracing::warn!(error = %e, "remember witness size");
+        }
+    }
+
+    fn failed(&self, w: &Witness, known: u64) {
+        if let Ok(mut s) = w.state.lock() {
+            s.known_size = known;
+            s.failures = s.failures.saturating_add(1);
+            // 0.5 s, 1 s, 2 s, ... capped at 60 s, with jitter so witnesses are not hit in step.
+            let base = 500u64.saturating_mul(1 << s.failures.min(7)).min(60_000);
+            let jitter = rand::random::<u64>() % (base / 4 + 1);
+            s.retry_at = Some(Instant::now() + Duration::from_millis(base / 2 + jitter));
+        }
+    }
+}

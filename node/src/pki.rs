@@ -1,0 +1,51 @@
+//! TLS material for a node or witness: a private CA per installation and a leaf certificate it
+//! issues, valid for both server and client authentication (so the same identity serves gRPC
+//! and connects to peers with mutual TLS). Peers and clients trust the CA.
+
+use crate::error::Error;
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+};
+
+/// PEM text of a CA and a leaf it issued.
+#[derive(Debug, Clone)]
+pub struct TlsMaterial {
+    /// The CA certificate (give this to peers and clients).
+    pub ca_cert_pem: String,
+    /// The CA private key (keep it to issue more certificates).
+    pub ca_key_pem: String,
+    /// The leaf certificate.
+    pub cert_pem: String,
+    /// The leaf private key.
+    pub key_pem: String,
+}
+
+fn tls_err(e: rcgen::Error) -> Error {
+    Error::Tls(e.to_string())
+}
+
+/// Generates a CA named after `name` and a leaf for `sans` (DNS names or IP addresses).
+pub fn generate(name: &str, sans: &[String]) -> Result<TlsMaterial, Error> {
+    let ca_key = KeyPair::generate().map_err(tls_err)?;
+    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(tls_err)?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, format!("{name} Accord CA"));
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    let ca_cert = ca.self_signed(&ca_key).map_err(tls_err)?;
+    let ca_cert_pem = ca_cert.pem();
+    let ca_key_pem = ca_key.serialize_pem();
+    let issuer = Issuer::new(ca, ca_key);
+
+    let key = KeyPair::generate().map_err(tls_err)?;
+    let mut p = CertificateParams::new(sans.to_vec()).map_err(tls_err)?;
+    p.distinguished_name.push(DnType::CommonName, name);
+    p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+    p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    let cert = p.signed_by(&key, &issuer).map_err(tls_err)?;
+    Ok(TlsMaterial { ca_cert_pem, ca_key_pem, cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+}
+
+/// The names a node's certificate carries by default.
+pub fn default_sans(name: &str) -> Vec<String> {
+    vec!["localhost".into(), "127.0.0.1".into(), "::1".into(), format!("{name}.accord")]
+}

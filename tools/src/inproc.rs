@@ -1,0 +1,73 @@
+//! In-process Accord nodes for the demo and the benchmarks: `accord-node init` into a temporary
+//! directory, then [`accord_node::run`] on `127.0.0.1:0`, stopped (gracefully) on drop.
+
+use accord_node::config::Config;
+use anyhow::{Context, Result};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Channel;
+
+/// A node running inside this process.
+pub struct InProcNode {
+    /// Organisation name.
+    pub name: String,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Bound address.
+    pub addr: SocketAddr,
+    shutdown: CancellationToken,
+    task: Option<tokio::task::JoinHandle<Result<(), accord_node::Error>>>,
+}
+
+impl InProcNode {
+    /// Initialises `name` under `root` with `parties`, lets `edit` change the config text, and
+    /// starts it.
+    pub async fn start(root: &std::path::Path, name: &str, parties: &[&str], edit: impl FnOnce(&mut String)) -> Result<InProcNode> {
+        let dir = root.join(name);
+        let made = accord_node::init::init(&accord_node::init::InitOptions {
+            dir: dir.clone(),
+            name: name.into(),
+            parties: parties.iter().map(|p| p.to_string()).collect(),
+            listen: "127.0.0.1:0".into(),
+        })?;
+        let mut text = std::fs::read_to_string(&made.config)?;
+        edit(&mut text);
+        std::fs::write(&made.config, &text)?;
+        let config = Config::load(&made.config).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let listener = tokio::net::TcpListener::bind(config.listen).await?;
+        let addr = listener.local_addr()?;
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(accord_node::run(config, listener, shutdown.clone()));
+        Ok(InProcNode { name: name.into(), dir, addr, shutdown, task: Some(task) })
+    }
+
+    /// A TLS channel to the node.
+    pub async fn channel(&self) -> Result<Channel> {
+        let ca = std::fs::read(self.dir.join("tls/ca.pem"))?;
+        accord_node::tls::connect(&format!("https://{}", self.addr), &ca, None, "localhost")
+            .await
+            .context("connect to node")
+    }
+
+    /// A party's signing key.
+    pub fn party(&self, p: &str) -> Result<accord_proto::note::Signer> {
+        let t = std::fs::read_to_string(self.dir.join(format!("parties/{p}.skey")))?;
+        Ok(accord_proto::note::Signer::from_skey(t.trim())?)
+    }
+
+    /// Stops the node gracefully and waits for it.
+    pub async fn stop(mut self) -> Result<()> {
+        self.shutdown.cancel();
+        if let Some(t) = self.task.take() {
+            t.await?.map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for InProcNode {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
