@@ -186,6 +186,12 @@ async fn serve_grpc(
             health
                 .set_not_serving::<WitnessServiceServer<WitnessGrpc>>()
                 .await;
+            health
+                .set_not_serving::<WitnessAdminServiceServer<AdminGrpc>>()
+                .await;
+            health
+                .set_service_status("", tonic_health::ServingStatus::NotServing)
+                .await;
             info!("shutting down: draining gRPC");
         }
     };

@@ -68,6 +68,14 @@ async fn every_failure_class_has_its_code() {
         Code::InvalidArgument
     );
 
+    // Messages beyond max_body_bytes (64 KiB) are refused by the transport.
+    let mut huge = to_pb(&log.request(0));
+    huge.checkpoint = "x".repeat(70 * 1024);
+    assert_eq!(
+        c.add_checkpoint(huge).await.unwrap_err().code(),
+        Code::OutOfRange
+    );
+
     // ABORTED with the held size in the trailing metadata "tlog-size".
     let s = add(&mut c, &log.request(4)).await.unwrap_err();
     assert_eq!(s.code(), Code::Aborted);
