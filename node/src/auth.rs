@@ -21,7 +21,9 @@ fn bearer<T>(req: &tonic::Request<T>) -> Result<[u8; 32], Error> {
         .metadata()
         .get("authorization")
         .ok_or_else(|| Error::Unauthenticated("missing authorization: Bearer <token>".into()))?;
-    let s = v.to_str().map_err(|_| Error::Unauthenticated("authorization is not ASCII".into()))?;
+    let s = v
+        .to_str()
+        .map_err(|_| Error::Unauthenticated("authorization is not ASCII".into()))?;
     let t = s
         .strip_prefix("Bearer ")
         .ok_or_else(|| Error::Unauthenticated("authorization must be \"Bearer <token>\"".into()))?;
@@ -40,7 +42,10 @@ impl Tokens {
             .iter()
             .filter_map(|p| Some((hash_hex(p.token_sha256.as_deref()?)?, p.name.clone())))
             .collect();
-        Self { parties, admin: c.admin.token_sha256.as_deref().and_then(hash_hex) }
+        Self {
+            parties,
+            admin: c.admin.token_sha256.as_deref().and_then(hash_hex),
+        }
     }
 
     /// The party whose bearer token the request carries.
@@ -56,8 +61,14 @@ impl Tokens {
     /// Checks the operator token.
     pub fn admin<T>(&self, req: &tonic::Request<T>) -> Result<(), Error> {
         let Some(a) = &self.admin else {
-            return Err(Error::PermissionDenied("AdminService is closed: no admin.token_sha256 configured".into()));
+            return Err(Error::PermissionDenied(
+                "AdminService is closed: no admin.token_sha256 configured".into(),
+            ));
         };
-        if ct_eq(a, &bearer(req)?) { Ok(()) } else { Err(Error::Unauthenticated("unknown token".into())) }
+        if ct_eq(a, &bearer(req)?) {
+            Ok(())
+        } else {
+            Err(Error::Unauthenticated("unknown token".into()))
+        }
     }
 }

@@ -93,7 +93,10 @@ fn default_checkpoint_interval_ms() -> u64 {
 
 impl Default for LogConfig {
     fn default() -> Self {
-        Self { origin: None, checkpoint_interval_ms: default_checkpoint_interval_ms() }
+        Self {
+            origin: None,
+            checkpoint_interval_ms: default_checkpoint_interval_ms(),
+        }
     }
 }
 
@@ -189,7 +192,9 @@ fn default_tick_ms() -> u64 {
 
 impl Default for ClockConfig {
     fn default() -> Self {
-        Self { tick_ms: default_tick_ms() }
+        Self {
+            tick_ms: default_tick_ms(),
+        }
     }
 }
 
@@ -208,7 +213,9 @@ fn default_max_batch() -> usize {
 
 impl Default for LedgerConfig {
     fn default() -> Self {
-        Self { max_batch: default_max_batch() }
+        Self {
+            max_batch: default_max_batch(),
+        }
     }
 }
 
@@ -287,7 +294,10 @@ pub struct ConfigError {
 }
 
 fn err(field: impl Into<String>, reason: impl Into<String>) -> ConfigError {
-    ConfigError { field: field.into(), reason: reason.into() }
+    ConfigError {
+        field: field.into(),
+        reason: reason.into(),
+    }
 }
 
 impl Config {
@@ -340,23 +350,36 @@ impl Config {
     /// Checks every field that can be checked without binding a port.
     pub fn validate(&self) -> Result<(), ConfigError> {
         check_name("name", &self.name)?;
-        for (field, p) in [("tls.cert", &self.tls.cert), ("tls.key", &self.tls.key), ("keys.node", &self.keys.node)] {
+        for (field, p) in [
+            ("tls.cert", &self.tls.cert),
+            ("tls.key", &self.tls.key),
+            ("keys.node", &self.keys.node),
+        ] {
             if !p.is_file() {
                 return Err(err(field, format!("file not found: {}", p.display())));
             }
         }
         for (i, p) in self.tls.client_ca.iter().enumerate() {
             if !p.is_file() {
-                return Err(err(format!("tls.client_ca[{i}]"), format!("file not found: {}", p.display())));
+                return Err(err(
+                    format!("tls.client_ca[{i}]"),
+                    format!("file not found: {}", p.display()),
+                ));
             }
         }
         if self.tls.require_client_cert && self.tls.client_ca.is_empty() && self.peers.is_empty() {
-            return Err(err("tls.require_client_cert", "set, but no tls.client_ca and no peers to trust"));
+            return Err(err(
+                "tls.require_client_cert",
+                "set, but no tls.client_ca and no peers to trust",
+            ));
         }
-        if let Some(o) = &self.log.origin {
-            if o.is_empty() || o.contains(char::is_whitespace) || o.contains('+') {
-                return Err(err("log.origin", "must be non-empty, without spaces or '+'"));
-            }
+        if let Some(o) = &self.log.origin
+            && (o.is_empty() || o.contains(char::is_whitespace) || o.contains('+'))
+        {
+            return Err(err(
+                "log.origin",
+                "must be non-empty, without spaces or '+'",
+            ));
         }
         if self.log.checkpoint_interval_ms == 0 {
             return Err(err("log.checkpoint_interval_ms", "must be > 0"));
@@ -371,7 +394,10 @@ impl Config {
         for (i, p) in self.parties.iter().enumerate() {
             check_name(&format!("parties[{i}].name"), &p.name)?;
             if !seen.insert(&p.name) {
-                return Err(err(format!("parties[{i}].name"), format!("duplicate party {:?}", p.name)));
+                return Err(err(
+                    format!("parties[{i}].name"),
+                    format!("duplicate party {:?}", p.name),
+                ));
             }
             for (j, v) in p.vkeys.iter().enumerate() {
                 accord_proto::note::Verifier::from_vkey(v)
@@ -385,7 +411,10 @@ impl Config {
             check_sha256_hex("admin.token_sha256", t)?;
         }
         for (field, list) in [
-            ("authorities.administrative_close", &self.authorities.administrative_close),
+            (
+                "authorities.administrative_close",
+                &self.authorities.administrative_close,
+            ),
             ("authorities.principals", &self.authorities.principals),
         ] {
             for (i, p) in list.iter().enumerate() {
@@ -394,7 +423,9 @@ impl Config {
         }
         for (i, q) in self.authorities.queue_owners.iter().enumerate() {
             let field = format!("authorities.queue_owners[{i}]");
-            let (p, queue) = q.split_once(':').ok_or_else(|| err(&field, format!("{q:?}: expected \"org/name:queue\"")))?;
+            let (p, queue) = q
+                .split_once(':')
+                .ok_or_else(|| err(&field, format!("{q:?}: expected \"org/name:queue\"")))?;
             parse_party(p).map_err(|r| err(&field, r))?;
             if queue.is_empty() {
                 return Err(err(field, "queue name is empty"));
@@ -403,20 +434,30 @@ impl Config {
         if self.witnesses.k > self.witnesses.list.len() {
             return Err(err(
                 "witnesses.k",
-                format!("k = {} but only {} witnesses are listed", self.witnesses.k, self.witnesses.list.len()),
+                format!(
+                    "k = {} but only {} witnesses are listed",
+                    self.witnesses.k,
+                    self.witnesses.list.len()
+                ),
             ));
         }
         for (i, w) in self.witnesses.list.iter().enumerate() {
             let v = accord_proto::note::Verifier::from_vkey(&w.vkey)
                 .map_err(|e| err(format!("witnesses.list[{i}].vkey"), e.to_string()))?;
             if v.kind() != accord_proto::note::KeyKind::CosignatureV1 {
-                return Err(err(format!("witnesses.list[{i}].vkey"), "not a cosignature/v1 key (type 0x04)"));
+                return Err(err(
+                    format!("witnesses.list[{i}].vkey"),
+                    "not a cosignature/v1 key (type 0x04)",
+                ));
             }
             check_endpoint(&format!("witnesses.list[{i}].endpoint"), &w.endpoint)?;
-            if let Some(ca) = &w.ca {
-                if !ca.is_file() {
-                    return Err(err(format!("witnesses.list[{i}].ca"), format!("file not found: {}", ca.display())));
-                }
+            if let Some(ca) = &w.ca
+                && !ca.is_file()
+            {
+                return Err(err(
+                    format!("witnesses.list[{i}].ca"),
+                    format!("file not found: {}", ca.display()),
+                ));
             }
         }
         let f = &self.federation;
@@ -433,24 +474,36 @@ impl Config {
             }
         }
         if f.retry_max_ms < f.retry_base_ms {
-            return Err(err("federation.retry_max_ms", "must be >= federation.retry_base_ms"));
+            return Err(err(
+                "federation.retry_max_ms",
+                "must be >= federation.retry_base_ms",
+            ));
         }
         let mut seen = std::collections::HashSet::new();
         for (i, p) in self.peers.iter().enumerate() {
             check_name(&format!("peers[{i}].name"), &p.name)?;
             if p.name == self.name || !seen.insert(&p.name) {
-                return Err(err(format!("peers[{i}].name"), format!("duplicate organisation {:?}", p.name)));
+                return Err(err(
+                    format!("peers[{i}].name"),
+                    format!("duplicate organisation {:?}", p.name),
+                ));
             }
             check_endpoint(&format!("peers[{i}].endpoint"), &p.endpoint)?;
             if p.vkeys.is_empty() {
-                return Err(err(format!("peers[{i}].vkeys"), "at least one key is required"));
+                return Err(err(
+                    format!("peers[{i}].vkeys"),
+                    "at least one key is required",
+                ));
             }
             for (j, v) in p.vkeys.iter().enumerate() {
                 accord_proto::note::Verifier::from_vkey(v)
                     .map_err(|e| err(format!("peers[{i}].vkeys[{j}]"), e.to_string()))?;
             }
             if !p.ca.is_file() {
-                return Err(err(format!("peers[{i}].ca"), format!("file not found: {}", p.ca.display())));
+                return Err(err(
+                    format!("peers[{i}].ca"),
+                    format!("file not found: {}", p.ca.display()),
+                ));
             }
         }
         Ok(())
@@ -458,15 +511,24 @@ impl Config {
 
     /// The log origin (checkpoint first line, and the key name of checkpoint signatures).
     pub fn origin(&self) -> String {
-        self.log.origin.clone().unwrap_or_else(|| format!("{}.accord/log", self.name))
+        self.log
+            .origin
+            .clone()
+            .unwrap_or_else(|| format!("{}.accord/log", self.name))
     }
 }
 
 fn check_name(field: &str, name: &str) -> Result<(), ConfigError> {
     let ok = !name.is_empty()
         && name.len() <= 64
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok { Ok(()) } else { Err(err(field, format!("{name:?}: use 1-64 of [A-Za-z0-9._-]"))) }
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(err(field, format!("{name:?}: use 1-64 of [A-Za-z0-9._-]")))
+    }
 }
 
 fn check_sha256_hex(field: &str, t: &str) -> Result<(), ConfigError> {
@@ -486,7 +548,9 @@ fn check_endpoint(field: &str, e: &str) -> Result<(), ConfigError> {
 /// Parses "org/name" into its two parts.
 pub fn parse_party(s: &str) -> Result<(String, String), String> {
     match s.split_once('/') {
-        Some((o, n)) if !o.is_empty() && !n.is_empty() && !n.contains('/') => Ok((o.into(), n.into())),
+        Some((o, n)) if !o.is_empty() && !n.is_empty() && !n.contains('/') => {
+            Ok((o.into(), n.into()))
+        }
         _ => Err(format!("{s:?}: expected \"organisation/party\"")),
     }
 }

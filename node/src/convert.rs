@@ -15,7 +15,9 @@ use accord_proto::pb::record::v1::record::Operation as Op;
 type R<T> = Result<T, Error>;
 
 fn party(p: &Option<pb::PartyRef>) -> Option<k::Party> {
-    p.as_ref().filter(|p| !(p.organisation.is_empty() && p.name.is_empty())).map(|p| k::Party::new(&p.organisation, &p.name))
+    p.as_ref()
+        .filter(|p| !(p.organisation.is_empty() && p.name.is_empty()))
+        .map(|p| k::Party::new(&p.organisation, &p.name))
 }
 
 fn time(t: i64) -> Option<i64> {
@@ -27,18 +29,36 @@ pub fn opt_id(field: &str, b: &[u8]) -> R<Option<k::RecordId>> {
     if b.is_empty() {
         return Ok(None);
     }
-    b.try_into().map(Some).map_err(|_| Error::invalid(field, format!("must be 32 bytes, got {}", b.len())))
+    b.try_into()
+        .map(Some)
+        .map_err(|_| Error::invalid(field, format!("must be 32 bytes, got {}", b.len())))
 }
 
 fn terms(t: &Option<pb::Terms>) -> k::Terms {
-    let Some(t) = t else { return k::Terms::default() };
+    let Some(t) = t else {
+        return k::Terms::default();
+    };
     k::Terms {
         title: t.title.clone(),
         description: t.description.clone(),
         due: time(t.due_unix_ms),
-        items: t.items.iter().map(|i| k::LineItem { id: i.id.clone(), description: i.description.clone() }).collect(),
-        budget: t.budget.as_ref().map(|b| k::Budget { amount: b.amount, unit: b.unit.clone() }),
-        parameters: t.parameters.iter().map(|(a, b)| (a.clone(), b.clone())).collect(),
+        items: t
+            .items
+            .iter()
+            .map(|i| k::LineItem {
+                id: i.id.clone(),
+                description: i.description.clone(),
+            })
+            .collect(),
+        budget: t.budget.as_ref().map(|b| k::Budget {
+            amount: b.amount,
+            unit: b.unit.clone(),
+        }),
+        parameters: t
+            .parameters
+            .iter()
+            .map(|(a, b)| (a.clone(), b.clone()))
+            .collect(),
     }
 }
 
@@ -46,7 +66,11 @@ fn queue(q: &pb::Queue) -> k::Queue {
     k::Queue {
         name: q.name.clone(),
         owner: party(&q.owner),
-        candidates: q.candidates.iter().filter_map(|c| party(&Some(c.clone()))).collect(),
+        candidates: q
+            .candidates
+            .iter()
+            .filter_map(|c| party(&Some(c.clone())))
+            .collect(),
         lease_ms: time(q.lease_ms),
         return_to_pool_on_lease_end: q.return_to_pool_on_lease_end,
         start_deadline: time(q.start_deadline_unix_ms),
@@ -55,15 +79,22 @@ fn queue(q: &pb::Queue) -> k::Queue {
 
 fn condition(c: &Option<pb::Condition>) -> k::Condition {
     c.as_ref()
-        .map(|c| k::Condition { description: c.description.clone(), addressed_to: party(&c.addressed_to) })
+        .map(|c| k::Condition {
+            description: c.description.clone(),
+            addressed_to: party(&c.addressed_to),
+        })
         .unwrap_or_default()
 }
 
 /// Converts a decoded record (whose signature the caller has verified) into the kernel's form.
 pub fn record_from_pb(id: k::RecordId, r: &pb::Record) -> R<k::Record> {
-    let author = party(&r.author).ok_or_else(|| Error::invalid("record.payload.author", "required"))?;
+    let author =
+        party(&r.author).ok_or_else(|| Error::invalid("record.payload.author", "required"))?;
     if author.organisation.is_empty() || author.name.is_empty() {
-        return Err(Error::invalid("record.payload.author", "organisation and name are required"));
+        return Err(Error::invalid(
+            "record.payload.author",
+            "organisation and name are required",
+        ));
     }
     if r.commitment_id.is_empty() {
         return Err(Error::invalid("record.payload.commitment_id", "required"));
@@ -73,11 +104,24 @@ pub fn record_from_pb(id: k::RecordId, r: &pb::Record) -> R<k::Record> {
         .iter()
         .enumerate()
         .map(|(i, b)| {
-            b.as_ref().try_into().map_err(|_| Error::invalid(format!("record.payload.basis[{i}]"), "must be 32 bytes"))
+            b.as_ref().try_into().map_err(|_| {
+                Error::invalid(format!("record.payload.basis[{i}]"), "must be 32 bytes")
+            })
         })
         .collect::<R<Vec<k::RecordId>>>()?;
-    let op = operation(r.operation.as_ref().ok_or_else(|| Error::invalid("record.payload.operation", "required"))?)?;
-    Ok(k::Record { id, author, commitment: r.commitment_id.clone(), basis, items: r.items.clone(), op })
+    let op = operation(
+        r.operation
+            .as_ref()
+            .ok_or_else(|| Error::invalid("record.payload.operation", "required"))?,
+    )?;
+    Ok(k::Record {
+        id,
+        author,
+        commitment: r.commitment_id.clone(),
+        basis,
+        items: r.items.clone(),
+        op,
+    })
 }
 
 fn operation(op: &Op) -> R<k::Operation> {
@@ -95,62 +139,141 @@ fn operation(op: &Op) -> R<k::Operation> {
             valid_until: time(q.valid_until_unix_ms),
             acceptance: q
                 .acceptance
-                .map(|a| k::AcceptanceCriterion { requires_evidence: a.requires_evidence, four_eyes: a.four_eyes, step_up: a.step_up })
+                .map(|a| k::AcceptanceCriterion {
+                    requires_evidence: a.requires_evidence,
+                    four_eyes: a.four_eyes,
+                    step_up: a.step_up,
+                })
                 .unwrap_or_default(),
             implicit_acceptance_window_ms: q.implicit_acceptance.and_then(|i| time(i.window_ms)),
         })),
         Op::Promise(_) => O::Promise,
-        Op::PromiseConditional(p) => O::PromiseConditional { condition: condition(&p.condition), deadline: time(p.deadline_unix_ms) },
-        Op::Decline(d) => O::Decline { reason: k::DeclineReason::from_wire(d.reason), text: d.text.clone() },
-        Op::Counter(c) => O::Counter { terms: c.terms.as_ref().map(|_| terms(&c.terms)) },
-        Op::AcceptCounter(a) => O::AcceptCounter { counter_digest: opt_id(&format!("{F}.accept_counter.counter_digest"), &a.counter_digest)? },
-        Op::State(s) => O::State { fulfillment_refs: s.fulfillment_refs.clone() },
-        Op::Accept(a) => O::Accept { evidence_ref: a.evidence_ref.clone(), implicit: a.implicit, step_up: a.step_up },
-        Op::Reject(r) => O::Reject { reason: r.reason.clone() },
-        Op::Cancel(c) => O::Cancel { reason: k::CancelReason::from_wire(c.reason), text: c.text.clone() },
-        Op::Release(r) => O::Release { reason: r.reason.clone() },
+        Op::PromiseConditional(p) => O::PromiseConditional {
+            condition: condition(&p.condition),
+            deadline: time(p.deadline_unix_ms),
+        },
+        Op::Decline(d) => O::Decline {
+            reason: k::DeclineReason::from_wire(d.reason),
+            text: d.text.clone(),
+        },
+        Op::Counter(c) => O::Counter {
+            terms: c.terms.as_ref().map(|_| terms(&c.terms)),
+        },
+        Op::AcceptCounter(a) => O::AcceptCounter {
+            counter_digest: opt_id(
+                &format!("{F}.accept_counter.counter_digest"),
+                &a.counter_digest,
+            )?,
+        },
+        Op::State(s) => O::State {
+            fulfillment_refs: s.fulfillment_refs.clone(),
+        },
+        Op::Accept(a) => O::Accept {
+            evidence_ref: a.evidence_ref.clone(),
+            implicit: a.implicit,
+            step_up: a.step_up,
+        },
+        Op::Reject(r) => O::Reject {
+            reason: r.reason.clone(),
+        },
+        Op::Cancel(c) => O::Cancel {
+            reason: k::CancelReason::from_wire(c.reason),
+            text: c.text.clone(),
+        },
+        Op::Release(r) => O::Release {
+            reason: r.reason.clone(),
+        },
         Op::Delegate(d) => match &d.step {
-            Some(pb::delegate::Step::Offer(o)) => O::DelegateOffer { to: party(&o.to), handover_note: o.handover_note.clone() },
-            Some(pb::delegate::Step::Acceptance(a)) => {
-                O::DelegateAcceptance { offer_id: opt_id(&format!("{F}.delegate.acceptance.offer_id"), &a.offer_id)? }
+            Some(pb::delegate::Step::Offer(o)) => O::DelegateOffer {
+                to: party(&o.to),
+                handover_note: o.handover_note.clone(),
+            },
+            Some(pb::delegate::Step::Acceptance(a)) => O::DelegateAcceptance {
+                offer_id: opt_id(&format!("{F}.delegate.acceptance.offer_id"), &a.offer_id)?,
+            },
+            None => {
+                return Err(Error::invalid(
+                    format!("{F}.delegate.step"),
+                    "offer or acceptance required",
+                ));
             }
-            None => return Err(Error::invalid(format!("{F}.delegate.step"), "offer or acceptance required")),
         },
         Op::Assign(d) => match &d.step {
             Some(pb::assign::Step::Offer(o)) => O::AssignOffer { to: party(&o.to) },
-            Some(pb::assign::Step::Acceptance(a)) => {
-                O::AssignAcceptance { offer_id: opt_id(&format!("{F}.assign.acceptance.offer_id"), &a.offer_id)? }
+            Some(pb::assign::Step::Acceptance(a)) => O::AssignAcceptance {
+                offer_id: opt_id(&format!("{F}.assign.acceptance.offer_id"), &a.offer_id)?,
+            },
+            None => {
+                return Err(Error::invalid(
+                    format!("{F}.assign.step"),
+                    "offer or acceptance required",
+                ));
             }
-            None => return Err(Error::invalid(format!("{F}.assign.step"), "offer or acceptance required")),
         },
         Op::Dispute(d) => O::Dispute {
             disputed_record: opt_id(&format!("{F}.dispute.disputed_record"), &d.disputed_record)?,
             reason: d.reason.clone(),
         },
-        Op::Defer(d) => O::Defer { reason: d.reason.clone(), return_at: time(d.return_unix_ms), return_event: d.return_event.clone() },
-        Op::Resume(r) => O::Resume { event: r.event.clone() },
-        Op::RevokeRequest(r) => O::RevokeRequest { reason: r.reason.clone() },
-        Op::RevokePromise(r) => O::RevokePromise { reason: r.reason.clone() },
-        Op::RevokeStatement(r) => O::RevokeStatement { reason: r.reason.clone() },
-        Op::RevokeAcceptance(r) => O::RevokeAcceptance { reason: r.reason.clone() },
-        Op::Allow(a) => O::Allow { reason: a.reason.clone(), reopening_commitment_id: a.reopening_commitment_id.clone() },
-        Op::Refuse(r) => O::Refuse { reason: r.reason.clone() },
+        Op::Defer(d) => O::Defer {
+            reason: d.reason.clone(),
+            return_at: time(d.return_unix_ms),
+            return_event: d.return_event.clone(),
+        },
+        Op::Resume(r) => O::Resume {
+            event: r.event.clone(),
+        },
+        Op::RevokeRequest(r) => O::RevokeRequest {
+            reason: r.reason.clone(),
+        },
+        Op::RevokePromise(r) => O::RevokePromise {
+            reason: r.reason.clone(),
+        },
+        Op::RevokeStatement(r) => O::RevokeStatement {
+            reason: r.reason.clone(),
+        },
+        Op::RevokeAcceptance(r) => O::RevokeAcceptance {
+            reason: r.reason.clone(),
+        },
+        Op::Allow(a) => O::Allow {
+            reason: a.reason.clone(),
+            reopening_commitment_id: a.reopening_commitment_id.clone(),
+        },
+        Op::Refuse(r) => O::Refuse {
+            reason: r.reason.clone(),
+        },
         Op::Amend(a) => O::Amend {
             supersedes: opt_id(&format!("{F}.amend.supersedes"), &a.supersedes)?,
             terms: a.terms.as_ref().map(|_| terms(&a.terms)),
         },
-        Op::Notice(n) => O::Notice { notice_type: k::NoticeType::from_wire(n.notice_type), text: n.text.clone() },
-        Op::DeclareObsolete(d) => O::DeclareObsolete { parent_ref: d.parent_ref.clone() },
+        Op::Notice(n) => O::Notice {
+            notice_type: k::NoticeType::from_wire(n.notice_type),
+            text: n.text.clone(),
+        },
+        Op::DeclareObsolete(d) => O::DeclareObsolete {
+            parent_ref: d.parent_ref.clone(),
+        },
         Op::Expire(_) => O::Expire,
-        Op::AdministrativeClose(a) => O::AdministrativeClose { reason: a.reason.clone() },
+        Op::AdministrativeClose(a) => O::AdministrativeClose {
+            reason: a.reason.clone(),
+        },
         Op::Claim(_) => O::Claim,
-        Op::Unclaim(u) => O::Unclaim { reason: u.reason.clone() },
-        Op::Forward(f) => O::Forward { to: f.to.as_ref().map(queue) },
-        Op::Nominate(n) => O::Nominate { candidate: party(&n.candidate) },
+        Op::Unclaim(u) => O::Unclaim {
+            reason: u.reason.clone(),
+        },
+        Op::Forward(f) => O::Forward {
+            to: f.to.as_ref().map(queue),
+        },
+        Op::Nominate(n) => O::Nominate {
+            candidate: party(&n.candidate),
+        },
         Op::Offer(o) => O::Offer { to: party(&o.to) },
         Op::Reassign(r) => O::Reassign { to: party(&r.to) },
-        Op::RenewLease(r) => O::RenewLease { lease_ms: time(r.lease_ms) },
-        Op::OpenCondition(o) => O::OpenCondition { condition: condition(&o.condition) },
+        Op::RenewLease(r) => O::RenewLease {
+            lease_ms: time(r.lease_ms),
+        },
+        Op::OpenCondition(o) => O::OpenCondition {
+            condition: condition(&o.condition),
+        },
         Op::WithdrawCondition(_) => O::WithdrawCondition,
         Op::SatisfyCondition(_) => O::SatisfyCondition,
         Op::ReportConsumption(r) => O::ReportConsumption { amount: r.amount },
@@ -170,5 +293,8 @@ fn operation(op: &Op) -> R<k::Operation> {
 
 /// The wire form of a kernel party.
 pub fn party_to_pb(p: &k::Party) -> pb::PartyRef {
-    pb::PartyRef { organisation: p.organisation.clone(), name: p.name.clone() }
+    pb::PartyRef {
+        organisation: p.organisation.clone(),
+        name: p.name.clone(),
+    }
 }

@@ -65,7 +65,10 @@ pub enum Error {
 impl Error {
     /// Shorthand for [`Error::InvalidArgument`].
     pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        Error::InvalidArgument { field: field.into(), reason: reason.into() }
+        Error::InvalidArgument {
+            field: field.into(),
+            reason: reason.into(),
+        }
     }
 
     /// The machine-readable reason (`accord-reason`).
@@ -99,7 +102,9 @@ impl From<Error> for tonic::Status {
             Error::FailedPrecondition(_) => Code::FailedPrecondition,
             Error::ResourceExhausted(_) => Code::ResourceExhausted,
             Error::LedgerStopped | Error::Unavailable(_) => Code::Unavailable,
-            Error::Storage(_) | Error::Internal(_) | Error::Config(_) | Error::Tls(_) => Code::Internal,
+            Error::Storage(_) | Error::Internal(_) | Error::Config(_) | Error::Tls(_) => {
+                Code::Internal
+            }
         };
         let message = if code == Code::Internal {
             tracing::error!(error = %e, "internal error");
@@ -111,10 +116,10 @@ impl From<Error> for tonic::Status {
         if let Ok(v) = e.reason().parse() {
             status.metadata_mut().insert("accord-reason", v);
         }
-        if let Error::InvalidArgument { field, .. } = &e {
-            if let Ok(v) = field.parse() {
-                status.metadata_mut().insert("accord-field", v);
-            }
+        if let Error::InvalidArgument { field, .. } = &e
+            && let Ok(v) = field.parse()
+        {
+            status.metadata_mut().insert("accord-field", v);
         }
         status
     }

@@ -41,12 +41,16 @@ pub(crate) fn write_secret(path: &Path, text: &str) -> Result<(), Error> {
     o.write(true).create_new(true);
     #[cfg(unix)]
     o.mode(0o600);
-    let mut f = o.open(path).map_err(|e| Error::invalid("--dir", format!("{}: {e}", path.display())))?;
-    f.write_all(text.as_bytes()).map_err(|e| Error::invalid("--dir", format!("{}: {e}", path.display())))
+    let mut f = o
+        .open(path)
+        .map_err(|e| Error::invalid("--dir", format!("{}: {e}", path.display())))?;
+    f.write_all(text.as_bytes())
+        .map_err(|e| Error::invalid("--dir", format!("{}: {e}", path.display())))
 }
 
 fn write(path: &Path, text: &str) -> Result<(), Error> {
-    std::fs::write(path, text).map_err(|e| Error::invalid("--dir", format!("{}: {e}", path.display())))
+    std::fs::write(path, text)
+        .map_err(|e| Error::invalid("--dir", format!("{}: {e}", path.display())))
 }
 
 fn token() -> String {
@@ -63,14 +67,23 @@ pub fn token_hash(token: &str) -> String {
 /// Creates the node directory.
 pub fn init(o: &InitOptions) -> Result<Initialized, Error> {
     crate::config::Config::check_org_name(&o.name)?;
-    if o.dir.exists() && std::fs::read_dir(&o.dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
-        return Err(Error::invalid("--dir", format!("{} exists and is not empty", o.dir.display())));
+    if o.dir.exists()
+        && std::fs::read_dir(&o.dir)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        return Err(Error::invalid(
+            "--dir",
+            format!("{} exists and is not empty", o.dir.display()),
+        ));
     }
     for sub in ["", "keys", "tls", "parties", "data"] {
-        std::fs::create_dir_all(o.dir.join(sub)).map_err(|e| Error::invalid("--dir", e.to_string()))?;
+        std::fs::create_dir_all(o.dir.join(sub))
+            .map_err(|e| Error::invalid("--dir", e.to_string()))?;
     }
     let origin = format!("{}.accord/log", o.name);
-    let node = Signer::generate(&origin, &mut rand::rngs::OsRng).map_err(|e| Error::Internal(e.to_string()))?;
+    let node = Signer::generate(&origin, &mut rand::rngs::OsRng)
+        .map_err(|e| Error::Internal(e.to_string()))?;
     write_secret(&o.dir.join("keys/node.skey"), &node.to_skey())?;
     write(&o.dir.join("keys/node.vkey"), &node.verifier().to_vkey())?;
     let tls = crate::pki::generate(&o.name, &crate::pki::default_sans(&o.name))?;
@@ -163,5 +176,10 @@ k = 0
     );
     let cfg_path = o.dir.join("accord.toml");
     write(&cfg_path, &config)?;
-    Ok(Initialized { config: cfg_path, vkey: node.verifier().to_vkey(), admin_token, parties })
+    Ok(Initialized {
+        config: cfg_path,
+        vkey: node.verifier().to_vkey(),
+        admin_token,
+        parties,
+    })
 }

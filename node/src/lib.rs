@@ -24,4 +24,4 @@ pub mod tls;
 pub mod view;
 
 pub use error::Error;
-pub use server::{run, Node};
+pub use server::{Node, run};

@@ -51,7 +51,9 @@ enum LogFormat {
 fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let b = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
         LogFormat::Human => b.init(),
         LogFormat::Json => b.json().init(),
@@ -71,8 +73,18 @@ async fn shutdown_signal(token: CancellationToken) {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().cmd {
-        Cmd::Init { dir, name, parties, listen } => {
-            let made = init::init(&init::InitOptions { dir, name, parties, listen })?;
+        Cmd::Init {
+            dir,
+            name,
+            parties,
+            listen,
+        } => {
+            let made = init::init(&init::InitOptions {
+                dir,
+                name,
+                parties,
+                listen,
+            })?;
             println!("config: {}", made.config.display());
             println!("node vkey: {}", made.vkey);
             println!("admin token: in admin.token next to the config");
@@ -91,7 +103,9 @@ async fn main() -> anyhow::Result<()> {
             println!("listening {}", listener.local_addr()?);
             let token = CancellationToken::new();
             tokio::spawn(shutdown_signal(token.clone()));
-            accord_node::run(cfg, listener, token).await.map_err(|e| anyhow::anyhow!("{e}"))
+            accord_node::run(cfg, listener, token)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))
         }
     }
 }

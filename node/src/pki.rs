@@ -4,7 +4,8 @@
 
 use crate::error::Error;
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
 };
 
 /// PEM text of a CA and a leaf it issued.
@@ -29,8 +30,13 @@ pub fn generate(name: &str, sans: &[String]) -> Result<TlsMaterial, Error> {
     let ca_key = KeyPair::generate().map_err(tls_err)?;
     let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(tls_err)?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name.push(DnType::CommonName, format!("{name} Accord CA"));
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca.distinguished_name
+        .push(DnType::CommonName, format!("{name} Accord CA"));
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
     let ca_cert = ca.self_signed(&ca_key).map_err(tls_err)?;
     let ca_cert_pem = ca_cert.pem();
     let ca_key_pem = ca_key.serialize_pem();
@@ -39,13 +45,26 @@ pub fn generate(name: &str, sans: &[String]) -> Result<TlsMaterial, Error> {
     let key = KeyPair::generate().map_err(tls_err)?;
     let mut p = CertificateParams::new(sans.to_vec()).map_err(tls_err)?;
     p.distinguished_name.push(DnType::CommonName, name);
-    p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+    p.extended_key_usages = vec![
+        ExtendedKeyUsagePurpose::ServerAuth,
+        ExtendedKeyUsagePurpose::ClientAuth,
+    ];
     p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     let cert = p.signed_by(&key, &issuer).map_err(tls_err)?;
-    Ok(TlsMaterial { ca_cert_pem, ca_key_pem, cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+    Ok(TlsMaterial {
+        ca_cert_pem,
+        ca_key_pem,
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    })
 }
 
 /// The names a node's certificate carries by default.
 pub fn default_sans(name: &str) -> Vec<String> {
-    vec!["localhost".into(), "127.0.0.1".into(), "::1".into(), format!("{name}.accord")]
+    vec![
+        "localhost".into(),
+        "127.0.0.1".into(),
+        "::1".into(),
+        format!("{name}.accord"),
+    ]
 }

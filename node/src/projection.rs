@@ -60,8 +60,19 @@ impl Projection {
     }
 
     /// Applies one record; returns the outcome and the kernel's effects.
-    fn apply(&mut self, seq: u64, record: &k::Record, access: &k::Access, now: i64) -> (Outcome, Vec<k::Effect>) {
-        let result = k::apply(self.commitments.get(&record.commitment), record, access, now);
+    fn apply(
+        &mut self,
+        seq: u64,
+        record: &k::Record,
+        access: &k::Access,
+        now: i64,
+    ) -> (Outcome, Vec<k::Effect>) {
+        let result = k::apply(
+            self.commitments.get(&record.commitment),
+            record,
+            access,
+            now,
+        );
         let (outcome, effects) = match result {
             Ok((c, effects)) => {
                 self.put(c);
@@ -70,22 +81,39 @@ impl Projection {
                         self.put((**commitment).clone());
                     }
                 }
-                if let k::Operation::ActedUpon { record_id: Some(on), .. } = &record.op {
+                if let k::Operation::ActedUpon {
+                    record_id: Some(on),
+                    ..
+                } = &record.op
+                {
                     self.acted_upon.entry(*on).or_default().push(record.id);
                 }
-                (Outcome { applied: true, ..Default::default() }, effects)
+                (
+                    Outcome {
+                        applied: true,
+                        ..Default::default()
+                    },
+                    effects,
+                )
             }
             Err(r) => (
-                Outcome { applied: false, rejection_code: r.code.as_str().to_string(), rejection_detail: r.detail },
+                Outcome {
+                    applied: false,
+                    rejection_code: r.code.as_str().to_string(),
+                    rejection_detail: r.detail,
+                },
                 Vec::new(),
             ),
         };
-        self.history.entry(record.commitment.clone()).or_default().push(HistoryEntry {
-            record_id: record.id.to_vec().into(),
-            operation: record.op.wire_name().to_string(),
-            outcome: Some(outcome.clone()),
-            sequence: seq,
-        });
+        self.history
+            .entry(record.commitment.clone())
+            .or_default()
+            .push(HistoryEntry {
+                record_id: record.id.to_vec().into(),
+                operation: record.op.wire_name().to_string(),
+                outcome: Some(outcome.clone()),
+                sequence: seq,
+            });
         (outcome, effects)
     }
 }
@@ -94,12 +122,21 @@ impl Projection {
 /// (and its Work service party and operator), each peer organisation as a whole (its records are
 /// authenticated by the peer's keys), and the authorities.
 pub fn access_from_config(c: &Config) -> Result<k::Access, Error> {
-    let mut a = k::Access::new(k::Party::new(&c.name, WORK_SERVICE))
-        .with_members(&c.name, c.parties.iter().map(|p| p.name.clone()).chain([WORK_SERVICE.to_string(), "operator".to_string()]));
+    let mut a = k::Access::new(k::Party::new(&c.name, WORK_SERVICE)).with_members(
+        &c.name,
+        c.parties
+            .iter()
+            .map(|p| p.name.clone())
+            .chain([WORK_SERVICE.to_string(), "operator".to_string()]),
+    );
     for p in &c.peers {
         a = a.with_organisation(&p.name);
     }
-    let grant = |a: k::Access, field: &str, list: &[String], auth: k::Authority| -> Result<k::Access, Error> {
+    let grant = |a: k::Access,
+                 field: &str,
+                 list: &[String],
+                 auth: k::Authority|
+     -> Result<k::Access, Error> {
         let mut a = a;
         for (i, s) in list.iter().enumerate() {
             let (o, n) = parse_party(s).map_err(|r| Error::invalid(format!("{field}[{i}]"), r))?;
@@ -107,14 +144,30 @@ pub fn access_from_config(c: &Config) -> Result<k::Access, Error> {
         }
         Ok(a)
     };
-    a = grant(a, "authorities.administrative_close", &c.authorities.administrative_close, k::Authority::AdministrativeClose)?;
-    a = grant(a, "authorities.principals", &c.authorities.principals, k::Authority::Principal)?;
+    a = grant(
+        a,
+        "authorities.administrative_close",
+        &c.authorities.administrative_close,
+        k::Authority::AdministrativeClose,
+    )?;
+    a = grant(
+        a,
+        "authorities.principals",
+        &c.authorities.principals,
+        k::Authority::Principal,
+    )?;
     for (i, s) in c.authorities.queue_owners.iter().enumerate() {
         // "org/name:queue" grants one queue; "org/name" alone is rejected by validation.
         let (party, queue) = s.split_once(':').unwrap_or((s.as_str(), ""));
-        let (o, n) = parse_party(party).map_err(|r| Error::invalid(format!("authorities.queue_owners[{i}]"), r))?;
+        let (o, n) = parse_party(party)
+            .map_err(|r| Error::invalid(format!("authorities.queue_owners[{i}]"), r))?;
         if !queue.is_empty() {
-            a = a.with_grant(k::Authority::QueueOwner { queue: queue.to_string() }, k::Party::new(o, n));
+            a = a.with_grant(
+                k::Authority::QueueOwner {
+                    queue: queue.to_string(),
+                },
+                k::Party::new(o, n),
+            );
         }
     }
     Ok(a)
@@ -131,7 +184,11 @@ pub struct WorkMachine {
 impl WorkMachine {
     /// A machine writing into `projection`.
     pub fn new(projection: Arc<RwLock<Projection>>, access: k::Access) -> Self {
-        Self { projection, access: Arc::new(RwLock::new(access)), effects: None }
+        Self {
+            projection,
+            access: Arc::new(RwLock::new(access)),
+            effects: None,
+        }
     }
 
     /// The Access the kernel is given, shared.
@@ -140,7 +197,10 @@ impl WorkMachine {
     }
 
     /// Effects of newly applied records are sent here (not those replayed at start-up).
-    pub fn with_effects(mut self, tx: tokio::sync::mpsc::UnboundedSender<(RecordId, k::Effect)>) -> Self {
+    pub fn with_effects(
+        mut self,
+        tx: tokio::sync::mpsc::UnboundedSender<(RecordId, k::Effect)>,
+    ) -> Self {
         self.effects = Some(tx);
         self
     }
@@ -151,10 +211,18 @@ impl Machine for WorkMachine {
 
     fn apply(&mut self, seq: u64, id: &RecordId, input: &k::Record, now: i64) -> Outcome {
         let Ok(mut p) = self.projection.write() else {
-            return Outcome { applied: false, rejection_code: "internal".into(), rejection_detail: "projection poisoned".into() };
+            return Outcome {
+                applied: false,
+                rejection_code: "internal".into(),
+                rejection_detail: "projection poisoned".into(),
+            };
         };
         let Ok(access) = self.access.read() else {
-            return Outcome { applied: false, rejection_code: "internal".into(), rejection_detail: "access poisoned".into() };
+            return Outcome {
+                applied: false,
+                rejection_code: "internal".into(),
+                rejection_detail: "access poisoned".into(),
+            };
         };
         let (outcome, effects) = p.apply(seq, input, &access, now);
         if let Some(tx) = &self.effects {
@@ -170,15 +238,26 @@ impl Machine for WorkMachine {
         let converted = PbRecord::decode(signed.payload.as_ref())
             .map_err(|e| e.to_string())
             .and_then(|r| {
-                let id: RecordId = entry.record_id.as_ref().try_into().map_err(|_| "bad id".to_string())?;
+                let id: RecordId = entry
+                    .record_id
+                    .as_ref()
+                    .try_into()
+                    .map_err(|_| "bad id".to_string())?;
                 crate::convert::record_from_pb(id, &r).map_err(|e| e.to_string())
             });
         let Ok(record) = converted else {
-            tracing::error!(seq = entry.sequence, "stored record does not convert; skipped in replay");
+            tracing::error!(
+                seq = entry.sequence,
+                "stored record does not convert; skipped in replay"
+            );
             return;
         };
-        let Ok(mut p) = self.projection.write() else { return };
-        let Ok(mut access) = self.access.write() else { return };
+        let Ok(mut p) = self.projection.write() else {
+            return;
+        };
+        let Ok(mut access) = self.access.write() else {
+            return;
+        };
         // A record of another organisation is in the ledger only because federation admitted it
         // from a peer, whose organisation Access listed then (peers added at run time are not in
         // the config): list it again for the replay.
@@ -188,7 +267,10 @@ impl Machine for WorkMachine {
         }
         let (outcome, _) = p.apply(entry.sequence, &record, &access, entry.recorded_at_unix_ms);
         if Some(&outcome) != entry.outcome.as_ref() {
-            tracing::error!(seq = entry.sequence, "replay reached a different outcome than recorded");
+            tracing::error!(
+                seq = entry.sequence,
+                "replay reached a different outcome than recorded"
+            );
         }
     }
 }

@@ -46,11 +46,16 @@ impl Node {
 fn load_signer(config: &Config) -> Result<Signer, Error> {
     let text = std::fs::read_to_string(&config.keys.node)
         .map_err(|e| Error::invalid("keys.node", format!("{}: {e}", config.keys.node.display())))?;
-    let signer = Signer::from_skey(text.trim()).map_err(|e| Error::invalid("keys.node", e.to_string()))?;
+    let signer =
+        Signer::from_skey(text.trim()).map_err(|e| Error::invalid("keys.node", e.to_string()))?;
     if signer.name() != config.origin() {
         return Err(Error::invalid(
             "keys.node",
-            format!("key name {:?} must equal the log origin {:?}", signer.name(), config.origin()),
+            format!(
+                "key name {:?} must equal the log origin {:?}",
+                signer.name(),
+                config.origin()
+            ),
         ));
     }
     Ok(signer)
@@ -62,7 +67,10 @@ fn party_keys(config: &Config) -> Result<HashMap<String, Vec<Verifier>>, Error> 
         let keys = p
             .vkeys
             .iter()
-            .map(|v| Verifier::from_vkey(v).map_err(|e| Error::invalid(format!("parties[{i}].vkeys"), e.to_string())))
+            .map(|v| {
+                Verifier::from_vkey(v)
+                    .map_err(|e| Error::invalid(format!("parties[{i}].vkeys"), e.to_string()))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         m.insert(p.name.clone(), keys);
     }
@@ -70,7 +78,11 @@ fn party_keys(config: &Config) -> Result<HashMap<String, Vec<Verifier>>, Error> 
 }
 
 /// Runs the node on `listener` until `shutdown` is cancelled.
-pub async fn run(config: Config, listener: TcpListener, shutdown: CancellationToken) -> Result<(), Error> {
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), Error> {
     config.validate()?;
     let signer = load_signer(&config)?;
     let party_keys = party_keys(&config)?;
@@ -79,11 +91,18 @@ pub async fn run(config: Config, listener: TcpListener, shutdown: CancellationTo
         client_cas.extend(crate::tls::load_certs(p)?);
     }
     // Peers' CAs are added by the federation's peer registry (and follow peer changes).
-    let (tls, client_verifier) =
-        crate::tls::server_config(&config.tls.cert, &config.tls.key, &client_cas, config.tls.require_client_cert)?;
+    let (tls, client_verifier) = crate::tls::server_config(
+        &config.tls.cert,
+        &config.tls.key,
+        &client_cas,
+        config.tls.require_client_cert,
+    )?;
 
     let projection = Arc::new(RwLock::new(Projection::default()));
-    let machine = WorkMachine::new(projection.clone(), crate::projection::access_from_config(&config)?);
+    let machine = WorkMachine::new(
+        projection.clone(),
+        crate::projection::access_from_config(&config)?,
+    );
     let access = machine.access_handle();
     let data_dir = config.data_dir.clone();
     let max_batch = config.ledger.max_batch;
@@ -94,11 +113,27 @@ pub async fn run(config: Config, listener: TcpListener, shutdown: CancellationTo
     let tokens = crate::auth::Tokens::from_config(&config);
     let log = crate::log::LogState::load(ledger.store())?;
     let witnesses = Arc::new(crate::log::WitnessClient::new(&config, ledger.store())?);
-    let federation =
-        crate::federation::Federation::open(&config, ledger.store().clone(), Some(client_verifier), access)?;
+    let federation = crate::federation::Federation::open(
+        &config,
+        ledger.store().clone(),
+        Some(client_verifier),
+        access,
+    )?;
     let node_key = signer.verifier();
-    let node = Arc::new(Node { config, signer, node_key, party_keys, tokens, ledger, projection, log, federation });
-    let addr = listener.local_addr().map_err(|e| Error::Internal(e.to_string()))?;
+    let node = Arc::new(Node {
+        config,
+        signer,
+        node_key,
+        party_keys,
+        tokens,
+        ledger,
+        projection,
+        log,
+        federation,
+    });
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::Internal(e.to_string()))?;
     tracing::info!(name = %node.name(), %addr, records = node.ledger.len(), "accord node serving");
 
     let (health_reporter, health) = tonic_health::server::health_reporter();
@@ -110,8 +145,15 @@ pub async fn run(config: Config, listener: TcpListener, shutdown: CancellationTo
         .map_err(|e| Error::Internal(e.to_string()))?;
 
     let background = CancellationToken::new();
-    let checkpointer = tokio::spawn(crate::log::run_checkpointer(node.clone(), witnesses, background.clone()));
-    let clock = tokio::spawn(crate::service_party::run_clock(node.clone(), background.clone()));
+    let checkpointer = tokio::spawn(crate::log::run_checkpointer(
+        node.clone(),
+        witnesses,
+        background.clone(),
+    ));
+    let clock = tokio::spawn(crate::service_party::run_clock(
+        node.clone(),
+        background.clone(),
+    ));
     let federation = crate::federation::spawn(&node, &background);
 
     let incoming = crate::tls::incoming(listener, tls, shutdown.clone());
@@ -134,7 +176,9 @@ pub async fn run(config: Config, listener: TcpListener, shutdown: CancellationTo
     }
     // The writer commits what it already holds, then stops and flushes.
     node.ledger.stop().await;
-    tokio::task::spawn_blocking(move || writer.join()).await.ok();
+    tokio::task::spawn_blocking(move || writer.join())
+        .await
+        .ok();
     tracing::info!("accord node stopped");
     result
 }

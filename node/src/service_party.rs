@@ -17,18 +17,31 @@ use tokio_util::sync::CancellationToken;
 fn to_pb(node: &Node, a: &k::ServiceAction, now: i64) -> pb::Record {
     let op = match &a.op {
         k::Operation::Expire => Op::Expire(pb::Expire {}),
-        k::Operation::Accept { evidence_ref, implicit, step_up } => {
-            Op::Accept(pb::Accept { evidence_ref: evidence_ref.clone(), implicit: *implicit, step_up: *step_up })
-        }
-        k::Operation::Resume { event } => Op::Resume(pb::Resume { event: event.clone() }),
-        k::Operation::Unclaim { reason } => Op::Unclaim(pb::Unclaim { reason: reason.clone() }),
+        k::Operation::Accept {
+            evidence_ref,
+            implicit,
+            step_up,
+        } => Op::Accept(pb::Accept {
+            evidence_ref: evidence_ref.clone(),
+            implicit: *implicit,
+            step_up: *step_up,
+        }),
+        k::Operation::Resume { event } => Op::Resume(pb::Resume {
+            event: event.clone(),
+        }),
+        k::Operation::Unclaim { reason } => Op::Unclaim(pb::Unclaim {
+            reason: reason.clone(),
+        }),
         other => {
             tracing::error!(op = other.wire_name(), "unexpected Work service operation");
             Op::Notice(pb::Notice::default())
         }
     };
     pb::Record {
-        author: Some(pb::PartyRef { organisation: node.name().to_string(), name: WORK_SERVICE.to_string() }),
+        author: Some(pb::PartyRef {
+            organisation: node.name().to_string(),
+            name: WORK_SERVICE.to_string(),
+        }),
         declared_at_unix_ms: now,
         commitment_id: a.commitment.clone(),
         basis: a.basis.iter().map(|b| b.to_vec().into()).collect(),
@@ -41,7 +54,11 @@ fn to_pb(node: &Node, a: &k::ServiceAction, now: i64) -> pb::Record {
 /// Writes what is due at `now`; returns how many records were written.
 pub async fn tick(node: &Arc<Node>, now: i64) -> usize {
     let actions: Vec<k::ServiceAction> = match node.projection.read() {
-        Ok(p) => p.open_ids().filter_map(|id| p.get(id)).flat_map(|c| k::due_work(c, now)).collect(),
+        Ok(p) => p
+            .open_ids()
+            .filter_map(|id| p.get(id))
+            .flat_map(|c| k::due_work(c, now))
+            .collect(),
         Err(_) => return 0,
     };
     let mut written = 0;
@@ -49,8 +66,14 @@ pub async fn tick(node: &Arc<Node>, now: i64) -> usize {
         let record = to_pb(node, &a, now);
         let signed = signing::sign_record(&node.signer, &record);
         let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
-        let input = a.clone().into_record(id, &k::Party::new(node.name(), WORK_SERVICE));
-        match node.ledger.append(crate::ledger::Append { id, signed, input }).await {
+        let input = a
+            .clone()
+            .into_record(id, &k::Party::new(node.name(), WORK_SERVICE));
+        match node
+            .ledger
+            .append(crate::ledger::Append { id, signed, input })
+            .await
+        {
             Ok(r) => {
                 written += 1;
                 tracing::info!(commitment = %a.commitment, kind = ?a.kind, sequence = r.sequence, applied = r.outcome.applied, "work service record");

@@ -10,10 +10,12 @@ use futures::Stream;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
-use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig, SignatureScheme};
-use std::sync::RwLock;
+use rustls::{
+    DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig, SignatureScheme,
+};
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::RwLock;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
@@ -27,7 +29,10 @@ pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, Error> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Error::Tls(format!("{}: {e}", path.display())))?;
     if certs.is_empty() {
-        return Err(Error::Tls(format!("{}: no certificate found", path.display())));
+        return Err(Error::Tls(format!(
+            "{}: no certificate found",
+            path.display()
+        )));
     }
     Ok(certs)
 }
@@ -66,7 +71,12 @@ struct Trusted {
 impl DynamicClientVerifier {
     /// Trusts `static_cas`; client certificates are required when `required`.
     pub fn new(static_cas: Vec<CertificateDer<'static>>, required: bool) -> Arc<Self> {
-        let v = Arc::new(Self { static_cas, required, provider: provider(), current: RwLock::new(Trusted::default()) });
+        let v = Arc::new(Self {
+            static_cas,
+            required,
+            provider: provider(),
+            current: RwLock::new(Trusted::default()),
+        });
         v.set_peer_certs(Vec::new());
         v
     }
@@ -82,7 +92,13 @@ impl DynamicClientVerifier {
         let webpki = if roots.is_empty() {
             None
         } else {
-            match WebPkiClientVerifier::builder_with_provider(Arc::new(roots), self.provider.clone()).allow_unauthenticated().build() {
+            match WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                self.provider.clone(),
+            )
+            .allow_unauthenticated()
+            .build()
+            {
                 Ok(v) => Some(v),
                 Err(e) => {
                     tracing::warn!(error = %e, "client verifier");
@@ -91,14 +107,22 @@ impl DynamicClientVerifier {
             }
         };
         if let Ok(mut t) = self.current.write() {
-            *t = Trusted { webpki, pinned: peer_certs };
+            *t = Trusted {
+                webpki,
+                pinned: peer_certs,
+            };
         }
     }
 }
 
 impl ClientCertVerifier for DynamicClientVerifier {
     fn offer_client_auth(&self) -> bool {
-        self.required || self.current.read().map(|t| t.webpki.is_some() || !t.pinned.is_empty()).unwrap_or(false)
+        self.required
+            || self
+                .current
+                .read()
+                .map(|t| t.webpki.is_some() || !t.pinned.is_empty())
+                .unwrap_or(false)
     }
 
     fn client_auth_mandatory(&self) -> bool {
@@ -116,13 +140,18 @@ impl ClientCertVerifier for DynamicClientVerifier {
         intermediates: &[CertificateDer<'_>],
         now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
-        let t = self.current.read().map_err(|_| rustls::Error::General("verifier lock poisoned".into()))?;
+        let t = self
+            .current
+            .read()
+            .map_err(|_| rustls::Error::General("verifier lock poisoned".into()))?;
         if t.pinned.iter().any(|c| c.as_ref() == end_entity.as_ref()) {
             return Ok(ClientCertVerified::assertion());
         }
         match &t.webpki {
             Some(v) => v.verify_client_cert(end_entity, intermediates, now),
-            None => Err(rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer)),
+            None => Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::UnknownIssuer,
+            )),
         }
     }
 
@@ -132,7 +161,12 @@ impl ClientCertVerifier for DynamicClientVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -141,11 +175,18 @@ impl ClientCertVerifier for DynamicClientVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

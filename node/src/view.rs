@@ -7,14 +7,32 @@ use accord_proto::pb::work::v1 as pb;
 /// The wire view of a commitment's derived state at `now` (history is added by the caller).
 pub fn to_pb(c: &k::Commitment, now: i64) -> pb::GetCommitmentResponse {
     let v = k::view(c, now);
-    let next_move: Vec<_> = v.whose_move.iter().flat_map(|m| m.parties.iter().map(party_to_pb)).collect();
-    let next_move_reason = v.whose_move.iter().map(|m| m.row.wire_name()).collect::<Vec<_>>().join(",");
-    let revoke_move = v.whose_move.iter().find(|m| m.row == k::MoveRow::OpenRevokeRequest);
+    let next_move: Vec<_> = v
+        .whose_move
+        .iter()
+        .flat_map(|m| m.parties.iter().map(party_to_pb))
+        .collect();
+    let next_move_reason = v
+        .whose_move
+        .iter()
+        .map(|m| m.row.wire_name())
+        .collect::<Vec<_>>()
+        .join(",");
+    let revoke_move = v
+        .whose_move
+        .iter()
+        .find(|m| m.row == k::MoveRow::OpenRevokeRequest);
     pb::GetCommitmentResponse {
         commitment_id: v.commitment.clone(),
         state: v.summary.clone(),
         items: if c.has_line_items() {
-            v.items.iter().map(|i| pb::ItemState { item: i.id.clone(), state: i.state.wire_name().to_string() }).collect()
+            v.items
+                .iter()
+                .map(|i| pb::ItemState {
+                    item: i.id.clone(),
+                    state: i.state.wire_name().to_string(),
+                })
+                .collect()
         } else {
             Vec::new()
         },
@@ -53,7 +71,15 @@ pub fn to_pb(c: &k::Commitment, now: i64) -> pb::GetCommitmentResponse {
         acceptor: Some(party_to_pb(&v.acceptor)),
         history: Vec::new(),
         forward_count: v.forward_count,
-        reopened_as: v.reopened_by.last().map(|l| l.reopening.clone()).unwrap_or_default(),
-        reopens: v.reopens.as_ref().map(|l| l.commitment.clone()).unwrap_or_default(),
+        reopened_as: v
+            .reopened_by
+            .last()
+            .map(|l| l.reopening.clone())
+            .unwrap_or_default(),
+        reopens: v
+            .reopens
+            .as_ref()
+            .map(|l| l.commitment.clone())
+            .unwrap_or_default(),
     }
 }

@@ -18,13 +18,21 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let dir = exe.parent().expect("deps dir");
-    if dir.ends_with("deps") { dir.parent().expect("target dir").to_path_buf() } else { dir.to_path_buf() }
+    if dir.ends_with("deps") {
+        dir.parent().expect("target dir").to_path_buf()
+    } else {
+        dir.to_path_buf()
+    }
 }
 
 /// Path of a workspace binary; builds are done by `scripts/test.sh` before the tests run.
 pub fn bin(name: &str) -> PathBuf {
     let p = bin_dir().join(name);
-    assert!(p.exists(), "{} not built: run `cargo build --workspace --bins` (scripts/test.sh does)", p.display());
+    assert!(
+        p.exists(),
+        "{} not built: run `cargo build --workspace --bins` (scripts/test.sh does)",
+        p.display()
+    );
     p
 }
 
@@ -43,7 +51,9 @@ fn first_line(child: &mut Child, timeout: Duration) -> Result<String> {
             sink.clear();
         }
     });
-    let line = rx.recv_timeout(timeout).context("process did not print its listening line in time")?;
+    let line = rx
+        .recv_timeout(timeout)
+        .context("process did not print its listening line in time")?;
     if line.is_empty() {
         return Err(anyhow!("process exited before listening"));
     }
@@ -51,8 +61,14 @@ fn first_line(child: &mut Child, timeout: Duration) -> Result<String> {
 }
 
 /// A TLS channel to a server whose CA is `ca_pem`, optionally with a client identity.
-pub async fn tls_channel(addr: SocketAddr, ca_pem: &[u8], identity: Option<(Vec<u8>, Vec<u8>)>) -> Result<Channel> {
-    let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca_pem)).domain_name("localhost");
+pub async fn tls_channel(
+    addr: SocketAddr,
+    ca_pem: &[u8],
+    identity: Option<(Vec<u8>, Vec<u8>)>,
+) -> Result<Channel> {
+    let mut tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(ca_pem))
+        .domain_name("localhost");
     if let Some((c, k)) = identity {
         tls = tls.identity(Identity::from_pem(c, k));
     }
@@ -66,10 +82,21 @@ pub async fn tls_channel(addr: SocketAddr, ca_pem: &[u8], identity: Option<(Vec<
 
 /// Waits until the gRPC health service reports SERVING.
 pub async fn wait_serving(ch: Channel) -> Result<()> {
-    use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient, health_check_response::ServingStatus};
+    use tonic_health::pb::{
+        HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+    };
     let mut c = HealthClient::new(ch);
-    let r = c.check(HealthCheckRequest { service: String::new() }).await?.into_inner();
-    if r.status() == ServingStatus::Serving { Ok(()) } else { Err(anyhow!("health: {:?}", r.status())) }
+    let r = c
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await?
+        .into_inner();
+    if r.status() == ServingStatus::Serving {
+        Ok(())
+    } else {
+        Err(anyhow!("health: {:?}", r.status()))
+    }
 }
 
 /// A running `accord-node` process in a temporary directory.
@@ -84,11 +111,14 @@ pub struct TestNode {
     _tmp: Option<tempfile::TempDir>,
 }
 
+/// An edit of a node's config text, given the node directory.
+type ConfigEdit = Box<dyn FnOnce(&mut String, &Path)>;
+
 /// Builds a [`TestNode`].
 pub struct TestNodeBuilder {
     name: String,
     parties: Vec<String>,
-    edits: Vec<Box<dyn FnOnce(&mut String, &Path)>>,
+    edits: Vec<ConfigEdit>,
 }
 
 impl TestNodeBuilder {
@@ -117,13 +147,21 @@ impl TestNodeBuilder {
         let tmp = tempfile::tempdir()?;
         let dir = tmp.path().join(&self.name);
         let mut cmd = Command::new(bin("accord-node"));
-        cmd.args(["init", "--dir"]).arg(&dir).args(["--name", &self.name, "--listen", "127.0.0.1:0"]);
+        cmd.args(["init", "--dir"]).arg(&dir).args([
+            "--name",
+            &self.name,
+            "--listen",
+            "127.0.0.1:0",
+        ]);
         for p in &self.parties {
             cmd.args(["--party", p]);
         }
         let out = cmd.output()?;
         if !out.status.success() {
-            return Err(anyhow!("init failed: {}", String::from_utf8_lossy(&out.stderr)));
+            return Err(anyhow!(
+                "init failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
         }
         let cfg = dir.join("accord.toml");
         let mut text = std::fs::read_to_string(&cfg)?;
@@ -131,14 +169,24 @@ impl TestNodeBuilder {
             e(&mut text, &dir);
         }
         std::fs::write(&cfg, text)?;
-        Ok(TestNode { name: self.name, dir, addr: "127.0.0.1:0".parse()?, child: None, _tmp: Some(tmp) })
+        Ok(TestNode {
+            name: self.name,
+            dir,
+            addr: "127.0.0.1:0".parse()?,
+            child: None,
+            _tmp: Some(tmp),
+        })
     }
 }
 
 impl TestNode {
     /// A builder for a node of organisation `name`.
     pub fn builder(name: &str) -> TestNodeBuilder {
-        TestNodeBuilder { name: name.into(), parties: Vec::new(), edits: Vec::new() }
+        TestNodeBuilder {
+            name: name.into(),
+            parties: Vec::new(),
+            edits: Vec::new(),
+        }
     }
 
     /// Starts the process (after `init`, or again after a stop), pinning the port it got first so
@@ -149,7 +197,13 @@ impl TestNode {
             let text = std::fs::read_to_string(&cfg)?;
             let text = text
                 .lines()
-                .map(|l| if l.starts_with("listen = ") { format!("listen = \"{}\"", self.addr) } else { l.to_string() })
+                .map(|l| {
+                    if l.starts_with("listen = ") {
+                        format!("listen = \"{}\"", self.addr)
+                    } else {
+                        l.to_string()
+                    }
+                })
                 .collect::<Vec<_>>()
                 .join("\n");
             std::fs::write(&cfg, text + "\n")?;
@@ -157,12 +211,17 @@ impl TestNode {
         let mut child = Command::new(bin("accord-node"))
             .args(["serve", "--config"])
             .arg(&cfg)
-            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()?;
         let line = first_line(&mut child, Duration::from_secs(60))?;
-        let addr = line.strip_prefix("listening ").ok_or_else(|| anyhow!("unexpected first line {line:?}"))?;
+        let addr = line
+            .strip_prefix("listening ")
+            .ok_or_else(|| anyhow!("unexpected first line {line:?}"))?;
         self.addr = addr.parse()?;
         self.child = Some(child);
         wait_serving(self.channel().await?).await?;
@@ -185,7 +244,12 @@ impl TestNode {
 
     /// A TLS channel to the node (trusting its CA).
     pub async fn channel(&self) -> Result<Channel> {
-        tls_channel(self.addr, &std::fs::read(self.dir.join("tls/ca.pem"))?, None).await
+        tls_channel(
+            self.addr,
+            &std::fs::read(self.dir.join("tls/ca.pem"))?,
+            None,
+        )
+        .await
     }
 
     /// The node's CA certificate (PEM).
@@ -200,7 +264,8 @@ impl TestNode {
 
     /// A party's bearer token.
     pub fn party_token(&self, party: &str) -> String {
-        std::fs::read_to_string(self.dir.join(format!("parties/{party}.token"))).expect("party token")
+        std::fs::read_to_string(self.dir.join(format!("parties/{party}.token")))
+            .expect("party token")
     }
 
     /// The operator token.
@@ -210,7 +275,10 @@ impl TestNode {
 
     /// The node's vkey.
     pub fn vkey(&self) -> String {
-        std::fs::read_to_string(self.dir.join("keys/node.vkey")).expect("node vkey").trim().to_string()
+        std::fs::read_to_string(self.dir.join("keys/node.vkey"))
+            .expect("node vkey")
+            .trim()
+            .to_string()
     }
 
     /// SIGKILL: no chance to flush anything.
@@ -223,8 +291,12 @@ impl TestNode {
 
     /// SIGTERM and wait for a graceful exit; returns whether it exited successfully.
     pub fn terminate(&mut self) -> Result<bool> {
-        let Some(mut c) = self.child.take() else { return Ok(true) };
-        let st = Command::new("kill").args(["-TERM", &c.id().to_string()]).status()?;
+        let Some(mut c) = self.child.take() else {
+            return Ok(true);
+        };
+        let st = Command::new("kill")
+            .args(["-TERM", &c.id().to_string()])
+            .status()?;
         if !st.success() {
             return Err(anyhow!("kill -TERM failed"));
         }
@@ -260,14 +332,26 @@ impl TestWitness {
         let out = Command::new(bin("accord-witness"))
             .args(["init", "--dir"])
             .arg(&dir)
-            .args(["--name", name, "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"])
+            .args([
+                "--name",
+                name,
+                "--grpc-listen",
+                "127.0.0.1:0",
+                "--http-listen",
+                "127.0.0.1:0",
+            ])
             .output()?;
         if !out.status.success() {
-            return Err(anyhow!("witness init failed: {}", String::from_utf8_lossy(&out.stderr)));
+            return Err(anyhow!(
+                "witness init failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
         }
         let cfg = dir.join("witness.toml");
         let mut text = std::fs::read_to_string(&cfg)?;
-        text.push_str(&format!("\n[[logs]]\norigin = \"{origin}\"\nvkeys = [\"{vkey}\"]\n"));
+        text.push_str(&format!(
+            "\n[[logs]]\norigin = \"{origin}\"\nvkeys = [\"{vkey}\"]\n"
+        ));
         std::fs::write(&cfg, text)?;
         let mut w = TestWitness {
             name: name.into(),
@@ -307,12 +391,17 @@ impl TestWitness {
         let mut child = Command::new(bin("accord-witness"))
             .args(["serve", "--config"])
             .arg(&cfg)
-            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()?;
         let line = first_line(&mut child, Duration::from_secs(60))?;
-        let rest = line.strip_prefix("listening ").ok_or_else(|| anyhow!("unexpected first line {line:?}"))?;
+        let rest = line
+            .strip_prefix("listening ")
+            .ok_or_else(|| anyhow!("unexpected first line {line:?}"))?;
         for part in rest.split_whitespace() {
             if let Some(a) = part.strip_prefix("grpc=") {
                 self.grpc = a.parse()?;
@@ -327,12 +416,20 @@ impl TestWitness {
 
     /// A TLS channel to the witness's gRPC listener.
     pub async fn channel(&self) -> Result<Channel> {
-        tls_channel(self.grpc, &std::fs::read(self.dir.join("tls/ca.pem"))?, None).await
+        tls_channel(
+            self.grpc,
+            &std::fs::read(self.dir.join("tls/ca.pem"))?,
+            None,
+        )
+        .await
     }
 
     /// The cosigner vkey.
     pub fn vkey(&self) -> String {
-        std::fs::read_to_string(self.dir.join("witness.vkey")).expect("witness vkey").trim().to_string()
+        std::fs::read_to_string(self.dir.join("witness.vkey"))
+            .expect("witness vkey")
+            .trim()
+            .to_string()
     }
 
     /// The node config lines that add this witness to a node's policy.
@@ -365,7 +462,11 @@ pub fn run_bin(name: &str, args: &[&str], stdin: Option<&str>) -> Result<(i32, S
     use std::io::Write;
     let mut child = Command::new(bin(name))
         .args(args)
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
@@ -402,22 +503,32 @@ where
 }
 
 /// Config lines for quick federation retries in tests (append to a node's config).
-pub const FAST_FEDERATION: &str =
-    "\n[federation]\nretry_base_ms = 50\nretry_max_ms = 1000\nbreaker_failures = 3\nreceipt_poll_ms = 200\n";
+pub const FAST_FEDERATION: &str = "\n[federation]\nretry_base_ms = 50\nretry_max_ms = 1000\nbreaker_failures = 3\nreceipt_poll_ms = 200\n";
 
 /// Federation helpers: peers are added at run time through AdminService (ports are ephemeral).
 impl TestNode {
     /// An AdminService request carrying the operator token.
     pub fn admin_request<T>(&self, t: T) -> tonic::Request<T> {
         let mut r = tonic::Request::new(t);
-        r.metadata_mut()
-            .insert("authorization", format!("Bearer {}", self.admin_token().trim()).parse().expect("ascii token"));
+        r.metadata_mut().insert(
+            "authorization",
+            format!("Bearer {}", self.admin_token().trim())
+                .parse()
+                .expect("ascii token"),
+        );
         r
     }
 
     /// An AdminService client.
-    pub async fn admin(&self) -> Result<accord_proto::pb::admin::v1::admin_service_client::AdminServiceClient<Channel>> {
-        Ok(accord_proto::pb::admin::v1::admin_service_client::AdminServiceClient::new(self.channel().await?))
+    pub async fn admin(
+        &self,
+    ) -> Result<accord_proto::pb::admin::v1::admin_service_client::AdminServiceClient<Channel>>
+    {
+        Ok(
+            accord_proto::pb::admin::v1::admin_service_client::AdminServiceClient::new(
+                self.channel().await?,
+            ),
+        )
     }
 
     /// Every key that signs this organisation's records and envelopes: the node key and the
@@ -428,7 +539,8 @@ impl TestNode {
             for e in dir.flatten() {
                 if e.path().extension().is_some_and(|x| x == "skey") {
                     let text = std::fs::read_to_string(e.path()).expect("party skey");
-                    let s = accord_proto::note::Signer::from_skey(text.trim()).expect("party skey parses");
+                    let s = accord_proto::note::Signer::from_skey(text.trim())
+                        .expect("party skey parses");
                     keys.push(s.verifier().to_vkey());
                 }
             }
@@ -442,7 +554,14 @@ impl TestNode {
         admin::Peer {
             name: self.name.clone(),
             endpoint: format!("https://{}", self.addr),
-            keys: self.org_vkeys().into_iter().map(|vkey| admin::PeerKey { vkey, valid_until_unix_ms: 0 }).collect(),
+            keys: self
+                .org_vkeys()
+                .into_iter()
+                .map(|vkey| admin::PeerKey {
+                    vkey,
+                    valid_until_unix_ms: 0,
+                })
+                .collect(),
             tls_certificate_pem: String::from_utf8(self.ca_pem()).expect("pem"),
             enabled: true,
         }
@@ -450,8 +569,14 @@ impl TestNode {
 
     /// Adds `other` as a peer of this node through AdminService.
     pub async fn add_peer(&self, other: &TestNode) -> Result<()> {
-        let req = accord_proto::pb::admin::v1::AddPeerRequest { peer: Some(other.as_peer()) };
-        self.admin().await?.add_peer(self.admin_request(req)).await.map_err(|s| anyhow!("AddPeer: {s}"))?;
+        let req = accord_proto::pb::admin::v1::AddPeerRequest {
+            peer: Some(other.as_peer()),
+        };
+        self.admin()
+            .await?
+            .add_peer(self.admin_request(req))
+            .await
+            .map_err(|s| anyhow!("AddPeer: {s}"))?;
         Ok(())
     }
 

@@ -9,13 +9,22 @@ use accord_tests::TestNode;
 
 fn request(org: &str, party: &str, commitment: &str, n: u8) -> Record {
     Record {
-        author: Some(PartyRef { organisation: org.into(), name: party.into() }),
+        author: Some(PartyRef {
+            organisation: org.into(),
+            name: party.into(),
+        }),
         declared_at_unix_ms: 1,
         commitment_id: commitment.into(),
         nonce: vec![n].into(),
         operation: Some(Operation::Request(rec::Request {
-            candidate: Some(PartyRef { organisation: org.into(), name: "bob".into() }),
-            terms: Some(rec::Terms { title: format!("job {n}"), ..Default::default() }),
+            candidate: Some(PartyRef {
+                organisation: org.into(),
+                name: "bob".into(),
+            }),
+            terms: Some(rec::Terms {
+                title: format!("job {n}"),
+                ..Default::default()
+            }),
             ..Default::default()
         })),
         ..Default::default()
@@ -29,55 +38,113 @@ async fn health_and_reflection_over_tls() {
     // Health answered SERVING in start(); check a named service too.
     let mut h = tonic_health::pb::health_client::HealthClient::new(ch.clone());
     let r = h
-        .check(tonic_health::pb::HealthCheckRequest { service: "accord.work.v1.WorkService".into() })
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: "accord.work.v1.WorkService".into(),
+        })
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(r.status(), tonic_health::pb::health_check_response::ServingStatus::Serving);
+    assert_eq!(
+        r.status(),
+        tonic_health::pb::health_check_response::ServingStatus::Serving
+    );
 
     use tonic_reflection::pb::v1::{
         ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
         server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
     };
     let mut rc = ServerReflectionClient::new(ch);
-    let req = ServerReflectionRequest { host: String::new(), message_request: Some(MessageRequest::ListServices(String::new())) };
-    let mut stream = rc.server_reflection_info(tokio_stream::iter(vec![req])).await.unwrap().into_inner();
+    let req = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut stream = rc
+        .server_reflection_info(tokio_stream::iter(vec![req]))
+        .await
+        .unwrap()
+        .into_inner();
     let resp = stream.message().await.unwrap().unwrap();
-    let Some(MessageResponse::ListServicesResponse(list)) = resp.message_response else { panic!("unexpected reflection answer") };
+    let Some(MessageResponse::ListServicesResponse(list)) = resp.message_response else {
+        panic!("unexpected reflection answer")
+    };
     let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
-    for want in ["accord.work.v1.WorkService", "accord.log.v1.LogService", "grpc.health.v1.Health"] {
-        assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
+    for want in [
+        "accord.work.v1.WorkService",
+        "accord.log.v1.LogService",
+        "grpc.health.v1.Health",
+    ] {
+        assert!(
+            names.iter().any(|n| n == want),
+            "{want} missing from {names:?}"
+        );
     }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn submit_get_list_declare_and_bad_input() {
-    let node = TestNode::builder("acme").party("alice").start().await.unwrap();
+    let node = TestNode::builder("acme")
+        .party("alice")
+        .start()
+        .await
+        .unwrap();
     let alice = Signer::from_skey(node.party_skey("alice").trim()).unwrap();
     let mut c = WorkServiceClient::new(node.channel().await.unwrap());
 
     let signed = signing::sign_record(&alice, &request("acme", "alice", "c-1", 1));
-    let r = c.submit(work::SubmitRequest { record: Some(signed.clone()) }).await.unwrap().into_inner();
+    let r = c
+        .submit(work::SubmitRequest {
+            record: Some(signed.clone()),
+        })
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(r.durability(), work::Durability::Recorded);
     assert!(!r.duplicate);
-    assert_eq!(r.record_id.as_ref(), signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload));
+    assert_eq!(
+        r.record_id.as_ref(),
+        signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload)
+    );
 
     // The same record again: idempotent, the original sequence comes back.
-    let again = c.submit(work::SubmitRequest { record: Some(signed.clone()) }).await.unwrap().into_inner();
+    let again = c
+        .submit(work::SubmitRequest {
+            record: Some(signed.clone()),
+        })
+        .await
+        .unwrap()
+        .into_inner();
     assert!(again.duplicate);
     assert_eq!(again.sequence, r.sequence);
 
     // Declared through the node on behalf of the token's party.
-    let mut req = tonic::Request::new(work::DeclareRequest { record: Some(request("acme", "alice", "c-2", 2)) });
-    req.metadata_mut().insert("authorization", format!("Bearer {}", node.party_token("alice")).parse().unwrap());
+    let mut req = tonic::Request::new(work::DeclareRequest {
+        record: Some(request("acme", "alice", "c-2", 2)),
+    });
+    req.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {}", node.party_token("alice"))
+            .parse()
+            .unwrap(),
+    );
     let d = c.declare(req).await.unwrap().into_inner();
     assert_eq!(d.sequence, r.sequence + 1);
 
     // Declare without a token: Unauthenticated.
-    let e = c.declare(work::DeclareRequest { record: Some(request("acme", "alice", "c-3", 3)) }).await.unwrap_err();
+    let e = c
+        .declare(work::DeclareRequest {
+            record: Some(request("acme", "alice", "c-3", 3)),
+        })
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), tonic::Code::Unauthenticated);
 
-    let got = c.get_record(work::GetRecordRequest { record_id: r.record_id.clone() }).await.unwrap().into_inner();
+    let got = c
+        .get_record(work::GetRecordRequest {
+            record_id: r.record_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(got.entry.unwrap().record.unwrap(), signed);
 
     // Bad input: each names its field, and nothing is written.
@@ -106,16 +173,40 @@ async fn submit_get_list_declare_and_bad_input() {
         (foreign, "record.payload.author.organisation"),
         (forged, "bad_signature"),
     ] {
-        let e = c.submit(work::SubmitRequest { record: Some(bad) }).await.unwrap_err();
+        let e = c
+            .submit(work::SubmitRequest { record: Some(bad) })
+            .await
+            .unwrap_err();
         assert_eq!(e.code(), tonic::Code::InvalidArgument, "{field}: {e:?}");
-        let named = e.metadata().get("accord-field").map(|v| v.to_str().unwrap().to_string());
-        let reason = e.metadata().get("accord-reason").map(|v| v.to_str().unwrap().to_string());
-        assert!(named.as_deref() == Some(field) || reason.as_deref() == Some(field), "{field}: {e:?}");
+        let named = e
+            .metadata()
+            .get("accord-field")
+            .map(|v| v.to_str().unwrap().to_string());
+        let reason = e
+            .metadata()
+            .get("accord-reason")
+            .map(|v| v.to_str().unwrap().to_string());
+        assert!(
+            named.as_deref() == Some(field) || reason.as_deref() == Some(field),
+            "{field}: {e:?}"
+        );
     }
-    let e = c.get_record(work::GetRecordRequest { record_id: vec![1, 2, 3].into() }).await.unwrap_err();
+    let e = c
+        .get_record(work::GetRecordRequest {
+            record_id: vec![1, 2, 3].into(),
+        })
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
 
-    let mut s = c.list_records(work::ListRecordsRequest { from_sequence: 0, limit: 0 }).await.unwrap().into_inner();
+    let mut s = c
+        .list_records(work::ListRecordsRequest {
+            from_sequence: 0,
+            limit: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
     let mut seqs = Vec::new();
     while let Some(e) = s.message().await.unwrap() {
         seqs.push(e.sequence);
@@ -125,7 +216,11 @@ async fn submit_get_list_declare_and_bad_input() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn acknowledged_records_survive_kill_9() {
-    let mut node = TestNode::builder("acme").party("alice").start().await.unwrap();
+    let mut node = TestNode::builder("acme")
+        .party("alice")
+        .start()
+        .await
+        .unwrap();
     let alice = Signer::from_skey(node.party_skey("alice").trim()).unwrap();
     let mut c = WorkServiceClient::new(node.channel().await.unwrap());
     let mut acked = Vec::new();
@@ -134,7 +229,9 @@ async fn acknowledged_records_survive_kill_9() {
     for i in 0..64u8 {
         let mut c = c.clone();
         let s = signing::sign_record(&alice, &request("acme", "alice", &format!("k-{i}"), i));
-        tasks.push(tokio::spawn(async move { c.submit(work::SubmitRequest { record: Some(s) }).await }));
+        tasks.push(tokio::spawn(async move {
+            c.submit(work::SubmitRequest { record: Some(s) }).await
+        }));
     }
     for t in tasks {
         acked.push(t.await.unwrap().unwrap().into_inner());
@@ -143,12 +240,22 @@ async fn acknowledged_records_survive_kill_9() {
     node.spawn().await.unwrap();
     c = WorkServiceClient::new(node.channel().await.unwrap());
     for a in &acked {
-        let e = c.get_record(work::GetRecordRequest { record_id: a.record_id.clone() }).await.unwrap().into_inner();
+        let e = c
+            .get_record(work::GetRecordRequest {
+                record_id: a.record_id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
         assert_eq!(e.entry.unwrap().sequence, a.sequence);
     }
     // And the ledger continues after the recovered end.
     let s = signing::sign_record(&alice, &request("acme", "alice", "after", 200));
-    let r = c.submit(work::SubmitRequest { record: Some(s) }).await.unwrap().into_inner();
+    let r = c
+        .submit(work::SubmitRequest { record: Some(s) })
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(r.sequence, 64);
     // A graceful stop exits 0.
     assert!(node.terminate().unwrap());

@@ -12,19 +12,37 @@ use accord_tests::{TestNode, TestWitness, eventually, run_bin};
 use std::time::Duration;
 use tonic::transport::Channel;
 
-async fn submit(c: &mut WorkServiceClient<Channel>, alice: &Signer, i: u32) -> work::SubmitResponse {
+async fn submit(
+    c: &mut WorkServiceClient<Channel>,
+    alice: &Signer,
+    i: u32,
+) -> work::SubmitResponse {
     let r = Record {
-        author: Some(PartyRef { organisation: "acme".into(), name: "alice".into() }),
+        author: Some(PartyRef {
+            organisation: "acme".into(),
+            name: "alice".into(),
+        }),
         declared_at_unix_ms: 1,
         commitment_id: format!("w-{i}"),
         operation: Some(Operation::Request(rec::Request {
-            candidate: Some(PartyRef { organisation: "acme".into(), name: "bob".into() }),
-            terms: Some(rec::Terms { title: format!("t{i}"), ..Default::default() }),
+            candidate: Some(PartyRef {
+                organisation: "acme".into(),
+                name: "bob".into(),
+            }),
+            terms: Some(rec::Terms {
+                title: format!("t{i}"),
+                ..Default::default()
+            }),
             ..Default::default()
         })),
         ..Default::default()
     };
-    c.submit(work::SubmitRequest { record: Some(signing::sign_record(alice, &r)) }).await.unwrap().into_inner()
+    c.submit(work::SubmitRequest {
+        record: Some(signing::sign_record(alice, &r)),
+    })
+    .await
+    .unwrap()
+    .into_inner()
 }
 
 async fn witnessed(c: &WorkServiceClient<Channel>, id: &[u8]) -> work::GetDurabilityResponse {
@@ -32,7 +50,13 @@ async fn witnessed(c: &WorkServiceClient<Channel>, id: &[u8]) -> work::GetDurabi
     eventually(Duration::from_secs(30), move || {
         let (mut c, id) = (c.clone(), id.clone());
         async move {
-            let d = c.get_durability(work::GetDurabilityRequest { record_id: id.into() }).await.ok()?.into_inner();
+            let d = c
+                .get_durability(work::GetDurabilityRequest {
+                    record_id: id.into(),
+                })
+                .await
+                .ok()?
+                .into_inner();
             (d.durability() == work::Durability::Witnessed).then_some(d)
         }
     })
@@ -44,11 +68,20 @@ async fn witnessed(c: &WorkServiceClient<Channel>, id: &[u8]) -> work::GetDurabi
 async fn node_and_two_witnesses_reach_witnessed() {
     let mut node = TestNode::builder("acme")
         .party("alice")
-        .config(|t, _| *t = t.replace("checkpoint_interval_ms = 1000", "checkpoint_interval_ms = 100"))
+        .config(|t, _| {
+            *t = t.replace(
+                "checkpoint_interval_ms = 1000",
+                "checkpoint_interval_ms = 100",
+            )
+        })
         .init()
         .unwrap();
-    let mut w1 = TestWitness::start("w1.example", &node.origin(), &node.vkey()).await.unwrap();
-    let w2 = TestWitness::start("w2.example", &node.origin(), &node.vkey()).await.unwrap();
+    let mut w1 = TestWitness::start("w1.example", &node.origin(), &node.vkey())
+        .await
+        .unwrap();
+    let w2 = TestWitness::start("w2.example", &node.origin(), &node.vkey())
+        .await
+        .unwrap();
     let (e1, e2) = (w1.node_config_entry(), w2.node_config_entry());
     node.edit_config(|t| {
         *t = t.replace("[witnesses]\n# A record is witnessed once a checkpoint that includes it has k valid cosignatures.\nk = 0", "[witnesses]\nk = 2");
@@ -70,7 +103,17 @@ async fn node_and_two_witnesses_reach_witnessed() {
     // The cosigned checkpoint verifies offline with the node's key and both witnesses' keys.
     let (code, out, err) = run_bin(
         "accordctl",
-        &["note", "verify", "--vkey", &node.vkey(), "--vkey", &w1.vkey(), "--vkey", &w2.vkey(), "-"],
+        &[
+            "note",
+            "verify",
+            "--vkey",
+            &node.vkey(),
+            "--vkey",
+            &w1.vkey(),
+            "--vkey",
+            &w2.vkey(),
+            "-",
+        ],
         Some(&d.checkpoint),
     )
     .unwrap();
@@ -80,16 +123,40 @@ async fn node_and_two_witnesses_reach_witnessed() {
     }
     // And the record's inclusion proof verifies against the checkpoint's root.
     let mut log = LogServiceClient::new(node.channel().await.unwrap());
-    let cp = log.get_checkpoint(GetCheckpointRequest {}).await.unwrap().into_inner().witnessed.unwrap();
+    let cp = log
+        .get_checkpoint(GetCheckpointRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .witnessed
+        .unwrap();
     assert!(cp.cosignatures >= 2);
-    let leaf = c.get_record(work::GetRecordRequest { record_id: last.record_id.clone() }).await.unwrap().into_inner();
+    let leaf = c
+        .get_record(work::GetRecordRequest {
+            record_id: last.record_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
     let leaf_bytes = prost::Message::encode_to_vec(&leaf.entry.unwrap().record.unwrap());
     let leaf_hash = accord_proto::merkle::leaf_hash(&leaf_bytes);
     let proof: Vec<String> = d.inclusion_proof.iter().map(hex::encode).collect();
-    let (idx, size, root) = (d.sequence.to_string(), cp.size.to_string(), hex::encode(&cp.root));
+    let (idx, size, root) = (
+        d.sequence.to_string(),
+        cp.size.to_string(),
+        hex::encode(&cp.root),
+    );
     let mut args = vec!["tlog", "verify-inclusion", "--leaf-hash"];
     let lh = hex::encode(leaf_hash);
-    args.extend([lh.as_str(), "--index", &idx, "--size", &size, "--root", &root]);
+    args.extend([
+        lh.as_str(),
+        "--index",
+        &idx,
+        "--size",
+        &size,
+        "--root",
+        &root,
+    ]);
     let joined = proof.join(",");
     if !proof.is_empty() {
         args.extend(["--proof", joined.as_str()]);
@@ -103,8 +170,16 @@ async fn node_and_two_witnesses_reach_witnessed() {
     node.spawn().await.unwrap();
     let mut c = WorkServiceClient::new(node.channel().await.unwrap());
     let mut log = LogServiceClient::new(node.channel().await.unwrap());
-    let after_restart = log.get_checkpoint(GetCheckpointRequest {}).await.unwrap().into_inner();
-    assert_eq!(after_restart.witnessed.unwrap().size, size_before, "the witnessed checkpoint survives a restart");
+    let after_restart = log
+        .get_checkpoint(GetCheckpointRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        after_restart.witnessed.unwrap().size,
+        size_before,
+        "the witnessed checkpoint survives a restart"
+    );
     let r = submit(&mut c, &alice, 100).await;
     let d = witnessed(&c, &r.record_id).await;
     assert_eq!(d.sequence, size_before);

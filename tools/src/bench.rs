@@ -3,7 +3,9 @@
 
 use crate::inproc::InProcNode;
 use accord_proto::note::Signer;
-use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, SignedRecord, record::Operation};
+use accord_proto::pb::record::v1::{
+    self as rec, PartyRef, Record, SignedRecord, record::Operation,
+};
 use accord_proto::pb::work::v1::{SubmitRequest, work_service_client::WorkServiceClient};
 use accord_proto::signing;
 use anyhow::Result;
@@ -34,12 +36,21 @@ pub struct AppendArgs {
 
 fn record(org: &str, party: &str, i: usize, size: usize) -> Record {
     let mut r = Record {
-        author: Some(PartyRef { organisation: org.into(), name: party.into() }),
+        author: Some(PartyRef {
+            organisation: org.into(),
+            name: party.into(),
+        }),
         declared_at_unix_ms: 1,
         commitment_id: format!("bench-{i}"),
         operation: Some(Operation::Request(rec::Request {
-            candidate: Some(PartyRef { organisation: org.into(), name: "bob".into() }),
-            terms: Some(rec::Terms { title: format!("bench {i}"), ..Default::default() }),
+            candidate: Some(PartyRef {
+                organisation: org.into(),
+                name: "bob".into(),
+            }),
+            terms: Some(rec::Terms {
+                title: format!("bench {i}"),
+                ..Default::default()
+            }),
             ..Default::default()
         })),
         ..Default::default()
@@ -55,7 +66,9 @@ fn record(org: &str, party: &str, i: usize, size: usize) -> Record {
 
 /// Pre-signs `n` records from `start` (signing is the client's cost, not the node's).
 fn sign_all(alice: &Signer, start: usize, n: usize, size: usize) -> Vec<SignedRecord> {
-    (start..start + n).map(|i| signing::sign_record(alice, &record("bench", "alice", i, size))).collect()
+    (start..start + n)
+        .map(|i| signing::sign_record(alice, &record("bench", "alice", i, size)))
+        .collect()
 }
 
 /// Measures this machine's Ed25519 batch verification rate (signatures per second) on `threads`
@@ -105,7 +118,11 @@ pub async fn append(a: AppendArgs) -> Result<()> {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(r) = recs.get(i) else { break };
                 let t = Instant::now();
-                client.submit(SubmitRequest { record: Some(r.clone()) }).await?;
+                client
+                    .submit(SubmitRequest {
+                        record: Some(r.clone()),
+                    })
+                    .await?;
                 h.record(t.elapsed().as_micros() as u64).ok();
             }
             anyhow::Ok(h)
@@ -137,7 +154,11 @@ pub async fn append(a: AppendArgs) -> Result<()> {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(r) = recs.get(i) else { break };
                 let t = Instant::now();
-                client.submit(SubmitRequest { record: Some(r.clone()) }).await?;
+                client
+                    .submit(SubmitRequest {
+                        record: Some(r.clone()),
+                    })
+                    .await?;
                 h.record(t.elapsed().as_micros() as u64).ok();
             }
             anyhow::Ok(h)
@@ -149,14 +170,26 @@ pub async fn append(a: AppendArgs) -> Result<()> {
     }
     node.stop().await?;
 
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     let verify = ed25519_batch_rate(cores, a.size);
     println!();
-    println!("accordctl bench append — {} clients, {} records of ~{} B, {} connections", a.clients, a.records, a.size, a.connections);
+    println!(
+        "accordctl bench append — {} clients, {} records of ~{} B, {} connections",
+        a.clients, a.records, a.size, a.connections
+    );
     println!("  recorded appends/s (signatures verified, synced group commit): {rate:>10.0}");
     println!("  Ed25519 verify_batch/s on this machine's {cores} cores:            {verify:>10.0}");
-    println!("  ratio appends / batch-verify:                                  {:>10.1}%", 100.0 * rate / verify);
-    println!("  latency at full load:   p50 {:>7.2} ms   p99 {:>7.2} ms", ms(hist.value_at_quantile(0.5)), ms(hist.value_at_quantile(0.99)));
+    println!(
+        "  ratio appends / batch-verify:                                  {:>10.1}%",
+        100.0 * rate / verify
+    );
+    println!(
+        "  latency at full load:   p50 {:>7.2} ms   p99 {:>7.2} ms",
+        ms(hist.value_at_quantile(0.5)),
+        ms(hist.value_at_quantile(0.99))
+    );
     println!(
         "  latency at half load ({half:.0}/s offered, {} records): p50 {:>7.2} ms   p99 {:>7.2} ms",
         lat.len(),

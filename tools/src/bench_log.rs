@@ -27,21 +27,39 @@ struct Null;
 impl Machine for Null {
     type Input = ();
     fn apply(&mut self, _: u64, _: &[u8; 32], _: &(), _: i64) -> Outcome {
-        Outcome { applied: true, ..Default::default() }
+        Outcome {
+            applied: true,
+            ..Default::default()
+        }
     }
     fn restore(&mut self, _: &LedgerEntry) {}
 }
 
-fn fill(ledger: &Ledger<()>, from: u64, to: u64) -> impl std::future::Future<Output = Result<()>> + '_ {
+fn fill(
+    ledger: &Ledger<()>,
+    from: u64,
+    to: u64,
+) -> impl std::future::Future<Output = Result<()>> + '_ {
     async move {
         let mut pending = Vec::new();
         for i in from..to {
             let payload = i.to_be_bytes().to_vec();
             let mut id = [0u8; 32];
             id[..8].copy_from_slice(&i.to_be_bytes());
-            let signed = SignedRecord { payload: payload.into(), payload_type: "bench".into(), signatures: vec![] };
+            let signed = SignedRecord {
+                payload: payload.into(),
+                payload_type: "bench".into(),
+                signatures: vec![],
+            };
             let l = ledger.clone();
-            pending.push(tokio::spawn(async move { l.append(Append { id, signed, input: () }).await }));
+            pending.push(tokio::spawn(async move {
+                l.append(Append {
+                    id,
+                    signed,
+                    input: (),
+                })
+                .await
+            }));
             if pending.len() >= 8192 {
                 for p in pending.drain(..) {
                     p.await??;
@@ -62,7 +80,10 @@ pub async fn run(a: LogArgs) -> Result<()> {
     let mut sizes = a.sizes.clone();
     sizes.sort_unstable();
     println!("accordctl bench log — proofs served from RocksDB (O(log n) node reads each)");
-    println!("  {:>10}  {:>14}  {:>14}  {:>12}", "tree size", "inclusion µs", "consistency µs", "root µs");
+    println!(
+        "  {:>10}  {:>14}  {:>14}  {:>12}",
+        "tree size", "inclusion µs", "consistency µs", "root µs"
+    );
     let mut have = 0;
     for &size in &sizes {
         let t = Instant::now();
@@ -96,7 +117,10 @@ pub async fn run(a: LogArgs) -> Result<()> {
             Ok((inc, con, t.elapsed().as_secs_f64() * 1e6 / n as f64))
         })
         .await??;
-        println!("  {size:>10}  {inc:>14.1}  {con:>14.1}  {root:>12.1}   (filled at {:.0} appends/s)", (size as f64) / fill_secs.max(1e-9));
+        println!(
+            "  {size:>10}  {inc:>14.1}  {con:>14.1}  {root:>12.1}   (filled at {:.0} appends/s)",
+            (size as f64) / fill_secs.max(1e-9)
+        );
     }
     ledger.stop().await;
     let _ = tokio::task::spawn_blocking(move || writer.join()).await;
@@ -108,6 +132,9 @@ pub async fn run(a: LogArgs) -> Result<()> {
     for _ in 0..n {
         cp.sign(&signer)?;
     }
-    println!("  checkpoint signing (C2SP signed note, Ed25519): {:.1} µs each", t.elapsed().as_secs_f64() * 1e6 / n as f64);
+    println!(
+        "  checkpoint signing (C2SP signed note, Ed25519): {:.1} µs each",
+        t.elapsed().as_secs_f64() * 1e6 / n as f64
+    );
     Ok(())
 }

@@ -13,7 +13,10 @@ use std::time::Duration;
 use tonic::transport::Channel;
 
 fn party(org: &str, name: &str) -> Option<PartyRef> {
-    Some(PartyRef { organisation: org.into(), name: name.into() })
+    Some(PartyRef {
+        organisation: org.into(),
+        name: name.into(),
+    })
 }
 
 fn rec(author: &str, commitment: &str, op: Operation) -> Record {
@@ -26,10 +29,19 @@ fn rec(author: &str, commitment: &str, op: Operation) -> Record {
     }
 }
 
-async fn submit(c: &mut WorkServiceClient<Channel>, who: &Signer, r: Record) -> Result<work::SubmitResponse> {
+async fn submit(
+    c: &mut WorkServiceClient<Channel>,
+    who: &Signer,
+    r: Record,
+) -> Result<work::SubmitResponse> {
     let op = r.operation.as_ref().map(op_name).unwrap_or("?");
     let author = r.author.clone().unwrap_or_default();
-    let resp = c.submit(work::SubmitRequest { record: Some(signing::sign_record(who, &r)) }).await?.into_inner();
+    let resp = c
+        .submit(work::SubmitRequest {
+            record: Some(signing::sign_record(who, &r)),
+        })
+        .await?
+        .into_inner();
     let o = resp.outcome.clone().unwrap_or_default();
     println!(
         "  #{:<3} {:<18} by {}/{:<6} {}  {}",
@@ -38,7 +50,11 @@ async fn submit(c: &mut WorkServiceClient<Channel>, who: &Signer, r: Record) -> 
         author.organisation,
         author.name,
         hex::encode(&resp.record_id[..6]),
-        if o.applied { "applied".to_string() } else { format!("REJECTED ({}: {})", o.rejection_code, o.rejection_detail) }
+        if o.applied {
+            "applied".to_string()
+        } else {
+            format!("REJECTED ({}: {})", o.rejection_code, o.rejection_detail)
+        }
     );
     Ok(resp)
 }
@@ -59,9 +75,15 @@ fn op_name(op: &Operation) -> &'static str {
 /// Runs the demo.
 pub async fn run() -> Result<()> {
     let tmp = tempfile::tempdir()?;
-    println!("Accord demo — everything runs on this machine, in {}", tmp.path().display());
+    println!(
+        "Accord demo — everything runs on this machine, in {}",
+        tmp.path().display()
+    );
     let node = InProcNode::start(tmp.path(), "acme", &["alice", "bob"], |t| {
-        *t = t.replace("checkpoint_interval_ms = 1000", "checkpoint_interval_ms = 200");
+        *t = t.replace(
+            "checkpoint_interval_ms = 1000",
+            "checkpoint_interval_ms = 200",
+        );
     })
     .await?;
     println!("node acme serving gRPC over TLS on {}", node.addr);
@@ -72,47 +94,125 @@ pub async fn run() -> Result<()> {
     let mut ids = Vec::new();
     let req = rec::Request {
         candidate: party("acme", "bob"),
-        terms: Some(rec::Terms { title: "Quarterly report".into(), description: "Draft and deliver".into(), ..Default::default() }),
+        terms: Some(rec::Terms {
+            title: "Quarterly report".into(),
+            description: "Draft and deliver".into(),
+            ..Default::default()
+        }),
         ..Default::default()
     };
-    ids.push(submit(&mut c, &alice, rec("alice", "report-q3", Operation::Request(req))).await?);
-    ids.push(submit(&mut c, &bob, rec("bob", "report-q3", Operation::Promise(rec::Promise {}))).await?);
-    println!("\nan invalid operation — alice tries to state fulfilment of bob's promise — is rejected and recorded:");
     ids.push(
-        submit(&mut c, &alice, rec("alice", "report-q3", Operation::State(rec::State { fulfillment_refs: vec!["doc://x".into()] })))
-            .await?,
+        submit(
+            &mut c,
+            &alice,
+            rec("alice", "report-q3", Operation::Request(req)),
+        )
+        .await?,
+    );
+    ids.push(
+        submit(
+            &mut c,
+            &bob,
+            rec("bob", "report-q3", Operation::Promise(rec::Promise {})),
+        )
+        .await?,
+    );
+    println!(
+        "\nan invalid operation — alice tries to state fulfilment of bob's promise — is rejected and recorded:"
+    );
+    ids.push(
+        submit(
+            &mut c,
+            &alice,
+            rec(
+                "alice",
+                "report-q3",
+                Operation::State(rec::State {
+                    fulfillment_refs: vec!["doc://x".into()],
+                }),
+            ),
+        )
+        .await?,
     );
     println!();
     ids.push(
-        submit(&mut c, &bob, rec("bob", "report-q3", Operation::State(rec::State { fulfillment_refs: vec!["doc://report-q3.pdf".into()] })))
-            .await?,
+        submit(
+            &mut c,
+            &bob,
+            rec(
+                "bob",
+                "report-q3",
+                Operation::State(rec::State {
+                    fulfillment_refs: vec!["doc://report-q3.pdf".into()],
+                }),
+            ),
+        )
+        .await?,
     );
-    ids.push(submit(&mut c, &alice, rec("alice", "report-q3", Operation::Accept(rec::Accept::default()))).await?);
+    ids.push(
+        submit(
+            &mut c,
+            &alice,
+            rec(
+                "alice",
+                "report-q3",
+                Operation::Accept(rec::Accept::default()),
+            ),
+        )
+        .await?,
+    );
 
-    let view = c.get_commitment(work::GetCommitmentRequest { commitment_id: "report-q3".into() }).await?.into_inner();
-    println!("\ncommitment report-q3: state {} (terminal: {}), category {}", view.state, view.terminal, view.category);
+    let view = c
+        .get_commitment(work::GetCommitmentRequest {
+            commitment_id: "report-q3".into(),
+        })
+        .await?
+        .into_inner();
+    println!(
+        "\ncommitment report-q3: state {} (terminal: {}), category {}",
+        view.state, view.terminal, view.category
+    );
     for h in &view.history {
         let o = h.outcome.clone().unwrap_or_default();
-        println!("  history #{:<3} {:<14} {}", h.sequence, h.operation, if o.applied { "applied" } else { "rejected" });
+        println!(
+            "  history #{:<3} {:<14} {}",
+            h.sequence,
+            h.operation,
+            if o.applied { "applied" } else { "rejected" }
+        );
     }
 
     println!("\ndurability as the checkpointer signs the Merkle log:");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let d = c.get_durability(work::GetDurabilityRequest { record_id: ids[4].record_id.clone() }).await?.into_inner();
+        let d = c
+            .get_durability(work::GetDurabilityRequest {
+                record_id: ids[4].record_id.clone(),
+            })
+            .await?
+            .into_inner();
         if d.durability() >= work::Durability::Included || tokio::time::Instant::now() > deadline {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     for r in &ids {
-        let d = c.get_durability(work::GetDurabilityRequest { record_id: r.record_id.clone() }).await?.into_inner();
+        let d = c
+            .get_durability(work::GetDurabilityRequest {
+                record_id: r.record_id.clone(),
+            })
+            .await?
+            .into_inner();
         println!(
             "  #{:<3} {}  {:?}{}",
             d.sequence,
             hex::encode(&r.record_id[..6]),
             d.durability(),
-            if d.inclusion_proof.is_empty() && d.checkpoint.is_empty() { String::new() } else { format!(" (inclusion proof: {} hashes)", d.inclusion_proof.len()) }
+            if d.inclusion_proof.is_empty() && d.checkpoint.is_empty() {
+                String::new()
+            } else {
+                format!(" (inclusion proof: {} hashes)", d.inclusion_proof.len())
+            }
         );
     }
     node.stop().await?;

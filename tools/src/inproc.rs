@@ -23,7 +23,12 @@ pub struct InProcNode {
 impl InProcNode {
     /// Initialises `name` under `root` with `parties`, lets `edit` change the config text, and
     /// starts it.
-    pub async fn start(root: &std::path::Path, name: &str, parties: &[&str], edit: impl FnOnce(&mut String)) -> Result<InProcNode> {
+    pub async fn start(
+        root: &std::path::Path,
+        name: &str,
+        parties: &[&str],
+        edit: impl FnOnce(&mut String),
+    ) -> Result<InProcNode> {
         let dir = root.join(name);
         let made = accord_node::init::init(&accord_node::init::InitOptions {
             dir: dir.clone(),
@@ -39,7 +44,13 @@ impl InProcNode {
         let addr = listener.local_addr()?;
         let shutdown = CancellationToken::new();
         let task = tokio::spawn(accord_node::run(config, listener, shutdown.clone()));
-        Ok(InProcNode { name: name.into(), dir, addr, shutdown, task: Some(task) })
+        Ok(InProcNode {
+            name: name.into(),
+            dir,
+            addr,
+            shutdown,
+            task: Some(task),
+        })
     }
 
     /// A TLS channel to the node.

@@ -48,13 +48,19 @@ pub struct Ledger<I> {
 
 impl<I> std::fmt::Debug for Ledger<I> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ledger").field("len", &*self.len.borrow()).finish()
+        f.debug_struct("Ledger")
+            .field("len", &*self.len.borrow())
+            .finish()
     }
 }
 
 impl<I> Clone for Ledger<I> {
     fn clone(&self) -> Self {
-        Self { store: self.store.clone(), tx: self.tx.clone(), len: self.len.clone() }
+        Self {
+            store: self.store.clone(),
+            tx: self.tx.clone(),
+            len: self.len.clone(),
+        }
     }
 }
 
@@ -62,12 +68,16 @@ impl<I: Send + 'static> Ledger<I> {
     /// Opens (or creates) the ledger in `dir`, replays every record through `machine` to rebuild
     /// the projections, and starts the writer thread. The thread ends, flushing, when every
     /// handle is dropped.
-    pub fn open<M>(dir: &Path, mut machine: M, max_batch: usize) -> Result<(Self, std::thread::JoinHandle<()>), Error>
+    pub fn open<M>(
+        dir: &Path,
+        mut machine: M,
+        max_batch: usize,
+    ) -> Result<(Self, std::thread::JoinHandle<()>), Error>
     where
         M: Machine<Input = I>,
     {
         let store = Arc::new(Store::open(dir)?);
-        let len = store.len()?;
+        let len = store.record_count()?;
         let mut seq = 0;
         while seq < len {
             for entry in store.range(seq, 1024)? {
@@ -82,13 +92,23 @@ impl<I: Send + 'static> Ledger<I> {
             .name("ledger-writer".into())
             .spawn(move || w.run(rx))
             .map_err(|e| Error::Internal(format!("spawn ledger writer: {e}")))?;
-        Ok((Self { store, tx, len: len_rx }, handle))
+        Ok((
+            Self {
+                store,
+                tx,
+                len: len_rx,
+            },
+            handle,
+        ))
     }
 
     /// Appends one record; resolves once it is durable (or was already in the ledger).
     pub async fn append(&self, a: Append<I>) -> Result<AppendResult, Error> {
         let (tx, rx) = oneshot::channel();
-        self.tx.send(Job::Append(Box::new(a), tx)).await.map_err(|_| Error::LedgerStopped)?;
+        self.tx
+            .send(Job::Append(Box::new(a), tx))
+            .await
+            .map_err(|_| Error::LedgerStopped)?;
         rx.await.map_err(|_| Error::LedgerStopped)?
     }
 

@@ -16,11 +16,21 @@ use crate::error::Error;
 use accord_proto::pb::work::v1::LedgerEntry;
 use accord_proto::signing::RecordId;
 use prost::Message;
-use rocksdb::{BlockBasedOptions, ColumnFamilyDescriptor, DBCompressionType, Options, DB};
+use rocksdb::{BlockBasedOptions, ColumnFamilyDescriptor, DB, DBCompressionType, Options};
 use std::path::Path;
 
 /// Column families, created on open.
-pub const CFS: &[&str] = &["records", "ids", "tree", "meta", "outbox", "inbox", "receipts", "peers", "quarantine"];
+pub const CFS: &[&str] = &[
+    "records",
+    "ids",
+    "tree",
+    "meta",
+    "outbox",
+    "inbox",
+    "receipts",
+    "peers",
+    "quarantine",
+];
 
 /// The node's RocksDB.
 pub struct Store {
@@ -29,7 +39,9 @@ pub struct Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.db.path()).finish()
+        f.debug_struct("Store")
+            .field("path", &self.db.path())
+            .finish()
     }
 }
 
@@ -55,13 +67,16 @@ pub fn tree_key(level: u32, index: u64) -> [u8; 9] {
 impl Store {
     /// Opens or creates the database with every column family.
     pub fn open(dir: &Path) -> Result<Store, Error> {
-        std::fs::create_dir_all(dir).map_err(|e| Error::Storage(format!("create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::Storage(format!("create {}: {e}", dir.display())))?;
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
         opts.set_compression_type(DBCompressionType::None);
         opts.increase_parallelism(2);
-        let cfs = CFS.iter().map(|n| ColumnFamilyDescriptor::new(*n, cf_options(*n == "ids")));
+        let cfs = CFS
+            .iter()
+            .map(|n| ColumnFamilyDescriptor::new(*n, cf_options(*n == "ids")));
         let db = DB::open_cf_descriptors(&opts, dir, cfs).map_err(storage)?;
         Ok(Store { db })
     }
@@ -73,11 +88,14 @@ impl Store {
 
     /// A column family handle (every name in [`CFS`] exists).
     pub fn cf(&self, name: &str) -> Result<&rocksdb::ColumnFamily, Error> {
-        self.db.cf_handle(name).ok_or_else(|| Error::Internal(format!("missing column family {name}")))
+        self.db
+            .cf_handle(name)
+            .ok_or_else(|| Error::Internal(format!("missing column family {name}")))
     }
 
-    /// Number of records (one past the last sequence).
-    pub fn len(&self) -> Result<u64, Error> {
+    /// Number of records (one past the last sequence), read from disk (the writer's cached
+    /// value is [`super::Ledger::len`]).
+    pub fn record_count(&self) -> Result<u64, Error> {
         let mut it = self.db.raw_iterator_cf(self.cf("records")?);
         it.seek_to_last();
         match it.key() {
@@ -91,7 +109,11 @@ impl Store {
 
     /// One entry by sequence.
     pub fn get(&self, seq: u64) -> Result<Option<LedgerEntry>, Error> {
-        match self.db.get_pinned_cf(self.cf("records")?, seq.to_be_bytes()).map_err(storage)? {
+        match self
+            .db
+            .get_pinned_cf(self.cf("records")?, seq.to_be_bytes())
+            .map_err(storage)?
+        {
             Some(v) => Ok(Some(decode_entry(&v)?)),
             None => Ok(None),
         }
@@ -99,7 +121,11 @@ impl Store {
 
     /// The sequence of a record id.
     pub fn seq_of(&self, id: &RecordId) -> Result<Option<u64>, Error> {
-        match self.db.get_pinned_cf(self.cf("ids")?, id).map_err(storage)? {
+        match self
+            .db
+            .get_pinned_cf(self.cf("ids")?, id)
+            .map_err(storage)?
+        {
             Some(v) => Ok(Some(u64_key(&v)?)),
             None => Ok(None),
         }
@@ -142,9 +168,16 @@ impl Store {
 
     /// A stored tree node.
     pub fn tree_node(&self, level: u32, index: u64) -> Result<Option<[u8; 32]>, Error> {
-        match self.db.get_pinned_cf(self.cf("tree")?, tree_key(level, index)).map_err(storage)? {
+        match self
+            .db
+            .get_pinned_cf(self.cf("tree")?, tree_key(level, index))
+            .map_err(storage)?
+        {
             Some(v) => {
-                let h: [u8; 32] = v.as_ref().try_into().map_err(|_| Error::Storage("tree node is not 32 bytes".into()))?;
+                let h: [u8; 32] = v
+                    .as_ref()
+                    .try_into()
+                    .map_err(|_| Error::Storage("tree node is not 32 bytes".into()))?;
                 Ok(Some(h))
             }
             None => Ok(None),
@@ -160,7 +193,9 @@ impl Store {
     pub fn put_meta(&self, key: &str, value: &[u8]) -> Result<(), Error> {
         let mut wo = rocksdb::WriteOptions::default();
         wo.set_sync(true);
-        self.db.put_cf_opt(self.cf("meta")?, key, value, &wo).map_err(storage)
+        self.db
+            .put_cf_opt(self.cf("meta")?, key, value, &wo)
+            .map_err(storage)
     }
 }
 
@@ -173,7 +208,9 @@ impl accord_proto::merkle::NodeSource for TreeNodes<'_> {
         match self.0.tree_node(level, index) {
             Ok(Some(h)) => Ok(h),
             Ok(None) => Err(accord_proto::Error::NodeUnavailable { level, index }),
-            Err(e) => Err(accord_proto::Error::Storage { message: e.to_string() }),
+            Err(e) => Err(accord_proto::Error::Storage {
+                message: e.to_string(),
+            }),
         }
     }
 }
@@ -183,7 +220,9 @@ pub(crate) fn storage(e: rocksdb::Error) -> Error {
 }
 
 fn u64_key(k: &[u8]) -> Result<u64, Error> {
-    let a: [u8; 8] = k.try_into().map_err(|_| Error::Storage("bad u64 key".into()))?;
+    let a: [u8; 8] = k
+        .try_into()
+        .map_err(|_| Error::Storage("bad u64 key".into()))?;
     Ok(u64::from_be_bytes(a))
 }
 

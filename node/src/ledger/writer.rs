@@ -1,9 +1,9 @@
 //! The group-commit writer thread.
 
-use super::store::{storage, tree_key, Store};
+use super::store::{Store, storage, tree_key};
 use super::{Append, Job};
 use crate::error::Error;
-use accord_proto::merkle::{leaf_hash, CompactRange};
+use accord_proto::merkle::{CompactRange, leaf_hash};
 use accord_proto::pb::work::v1::{LedgerEntry, Outcome as PbOutcome};
 use accord_proto::signing::RecordId;
 use prost::Message;
@@ -61,7 +61,14 @@ impl<M: Machine> Writer<M> {
         // The frontier of a tree of size n: its perfect subtrees, one per set bit (O(log n) reads).
         let range = CompactRange::from_source(&super::TreeNodes(&store), len)
             .map_err(|e| Error::Storage(format!("tree frontier: {e}")))?;
-        Ok(Self { store, machine, next: len, range, max_batch, len_tx })
+        Ok(Self {
+            store,
+            machine,
+            next: len,
+            range,
+            max_batch,
+            len_tx,
+        })
     }
 
     pub(super) fn run(mut self, mut rx: mpsc::Receiver<Job<M::Input>>) {
@@ -108,7 +115,11 @@ impl<M: Machine> Writer<M> {
             })
             .collect();
         let existing = self.store.seqs_of(&ids)?;
-        let (records, ids_cf, tree) = (self.store.cf("records")?, self.store.cf("ids")?, self.store.cf("tree")?);
+        let (records, ids_cf, tree) = (
+            self.store.cf("records")?,
+            self.store.cf("ids")?,
+            self.store.cf("tree")?,
+        );
         let mut batch = WriteBatch::default();
         let mut replies: Vec<(Reply, Result<AppendResult, Error>)> = Vec::with_capacity(jobs.len());
         let mut in_batch: HashMap<RecordId, AppendResult> = HashMap::new();
@@ -122,14 +133,22 @@ impl<M: Machine> Writer<M> {
                         duplicate: true,
                         recorded_at: e.recorded_at_unix_ms,
                     }),
-                    Ok(None) => Err(Error::Storage(format!("id index points at missing sequence {seq}"))),
+                    Ok(None) => Err(Error::Storage(format!(
+                        "id index points at missing sequence {seq}"
+                    ))),
                     Err(e) => Err(e),
                 };
                 replies.push((reply, r));
                 continue;
             }
             if let Some(r) = in_batch.get(&a.id) {
-                replies.push((reply, Ok(AppendResult { duplicate: true, ..r.clone() })));
+                replies.push((
+                    reply,
+                    Ok(AppendResult {
+                        duplicate: true,
+                        ..r.clone()
+                    }),
+                ));
                 continue;
             }
             let Append { id, signed, input } = *a;
@@ -137,7 +156,10 @@ impl<M: Machine> Writer<M> {
             let outcome = self.machine.apply(seq, &id, &input, now);
             let leaf = signed.encode_to_vec();
             let lh = leaf_hash(&leaf);
-            let completed = self.range.push(lh).map_err(|e| Error::Internal(format!("tree: {e}")));
+            let completed = self
+                .range
+                .push(lh)
+                .map_err(|e| Error::Internal(format!("tree: {e}")));
             // Level 0 (the leaf) and every perfect subtree it completes.
             for (level, index, hash) in completed? {
                 batch.put_cf(tree, tree_key(level, index), hash);
@@ -152,7 +174,12 @@ impl<M: Machine> Writer<M> {
             batch.put_cf(records, seq.to_be_bytes(), entry.encode_to_vec());
             batch.put_cf(ids_cf, id, seq.to_be_bytes());
             self.next += 1;
-            let r = AppendResult { sequence: seq, outcome, duplicate: false, recorded_at: now };
+            let r = AppendResult {
+                sequence: seq,
+                outcome,
+                duplicate: false,
+                recorded_at: now,
+            };
             in_batch.insert(id, r.clone());
             replies.push((reply, Ok(r)));
         }

@@ -11,8 +11,14 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Runs until `shutdown`.
-pub async fn run_checkpointer(node: Arc<Node>, witnesses: Arc<WitnessClient>, shutdown: CancellationToken) {
-    let mut tick = tokio::time::interval(Duration::from_millis(node.config.log.checkpoint_interval_ms));
+pub async fn run_checkpointer(
+    node: Arc<Node>,
+    witnesses: Arc<WitnessClient>,
+    shutdown: CancellationToken,
+) {
+    let mut tick = tokio::time::interval(Duration::from_millis(
+        node.config.log.checkpoint_interval_ms,
+    ));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
@@ -39,7 +45,12 @@ pub async fn step(node: &Arc<Node>, witnesses: &WitnessClient) -> Result<(), Err
                 let note = Checkpoint::new(n.config.origin(), size, root)
                     .sign(&n.signer)
                     .map_err(|e| Error::Internal(e.to_string()))?;
-                let c = StoredCheckpoint { note, size, root, cosignatures: 0 };
+                let c = StoredCheckpoint {
+                    note,
+                    size,
+                    root,
+                    cosignatures: 0,
+                };
                 n.log.set_latest(n.ledger.store(), c.clone())?;
                 Ok(c)
             })
@@ -53,7 +64,11 @@ pub async fn step(node: &Arc<Node>, witnesses: &WitnessClient) -> Result<(), Err
         return Ok(());
     }
     if let Some(w) = witnesses.witness(node, &latest).await {
-        tracing::info!(size = w.size, cosignatures = w.cosignatures, "checkpoint witnessed");
+        tracing::info!(
+            size = w.size,
+            cosignatures = w.cosignatures,
+            "checkpoint witnessed"
+        );
         node.log.set_witnessed(node.ledger.store(), w)?;
     }
     Ok(())

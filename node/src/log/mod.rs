@@ -53,7 +53,9 @@ pub struct LogState {
 
 fn load(store: &Store, key: &str) -> Result<Option<StoredCheckpoint>, Error> {
     match store.meta(key)? {
-        Some(v) => serde_json::from_slice(&v).map(Some).map_err(|e| Error::Storage(format!("{key}: {e}"))),
+        Some(v) => serde_json::from_slice(&v)
+            .map(Some)
+            .map_err(|e| Error::Storage(format!("{key}: {e}"))),
         None => Ok(None),
     }
 }
@@ -66,7 +68,10 @@ fn save(store: &Store, key: &str, c: &StoredCheckpoint) -> Result<(), Error> {
 impl LogState {
     /// Loads the stored checkpoints (after a restart, checkpointing resumes from them).
     pub fn load(store: &Store) -> Result<LogState, Error> {
-        Ok(LogState { latest: RwLock::new(load(store, LATEST)?), witnessed: RwLock::new(load(store, WITNESSED)?) })
+        Ok(LogState {
+            latest: RwLock::new(load(store, LATEST)?),
+            witnessed: RwLock::new(load(store, WITNESSED)?),
+        })
     }
 
     /// The latest signed checkpoint.
@@ -117,5 +122,7 @@ pub fn consistency_proof(store: &Store, size1: u64, size2: u64) -> Result<Vec<[u
 
 /// The leaf hash of leaf `index`.
 pub fn leaf_hash(store: &Store, index: u64) -> Result<[u8; 32], Error> {
-    store.tree_node(0, index)?.ok_or_else(|| Error::NotFound(format!("leaf {index}")))
+    store
+        .tree_node(0, index)?
+        .ok_or_else(|| Error::NotFound(format!("leaf {index}")))
 }

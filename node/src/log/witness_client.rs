@@ -12,7 +12,9 @@ use crate::ledger::Store;
 use crate::server::Node;
 use accord_proto::checkpoint::verify_cosignature;
 use accord_proto::note::{NoteSignature, Verifier};
-use accord_proto::pb::witness::v1::{AddCheckpointRequest, witness_service_client::WitnessServiceClient};
+use accord_proto::pb::witness::v1::{
+    AddCheckpointRequest, witness_service_client::WitnessServiceClient,
+};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tonic::transport::Channel;
@@ -39,7 +41,10 @@ pub struct WitnessClient {
 
 impl std::fmt::Debug for WitnessClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WitnessClient").field("k", &self.k).field("n", &self.witnesses.len()).finish()
+        f.debug_struct("WitnessClient")
+            .field("k", &self.k)
+            .field("n", &self.witnesses.len())
+            .finish()
     }
 }
 
@@ -53,11 +58,17 @@ impl WitnessClient {
         let mut witnesses = Vec::new();
         for (i, w) in config.witnesses.list.iter().enumerate() {
             let field = format!("witnesses.list[{i}]");
-            let verifier = Verifier::from_vkey(&w.vkey).map_err(|e| Error::invalid(format!("{field}.vkey"), e.to_string()))?;
-            let uri: http::Uri = w.endpoint.parse().map_err(|e| Error::invalid(format!("{field}.endpoint"), format!("{e}")))?;
-            let mut tls = tonic::transport::ClientTlsConfig::new().domain_name(uri.host().unwrap_or("localhost"));
+            let verifier = Verifier::from_vkey(&w.vkey)
+                .map_err(|e| Error::invalid(format!("{field}.vkey"), e.to_string()))?;
+            let uri: http::Uri = w
+                .endpoint
+                .parse()
+                .map_err(|e| Error::invalid(format!("{field}.endpoint"), format!("{e}")))?;
+            let mut tls = tonic::transport::ClientTlsConfig::new()
+                .domain_name(uri.host().unwrap_or("localhost"));
             if let Some(ca) = &w.ca {
-                let pem = std::fs::read(ca).map_err(|e| Error::invalid(format!("{field}.ca"), e.to_string()))?;
+                let pem = std::fs::read(ca)
+                    .map_err(|e| Error::invalid(format!("{field}.ca"), e.to_string()))?;
                 tls = tls.ca_certificate(tonic::transport::Certificate::from_pem(pem));
             }
             let channel = tonic::transport::Endpoint::from_shared(w.endpoint.clone())
@@ -75,10 +86,17 @@ impl WitnessClient {
                 verifier,
                 endpoint: w.endpoint.clone(),
                 channel,
-                state: Mutex::new(State { known_size, failures: 0, retry_at: None }),
+                state: Mutex::new(State {
+                    known_size,
+                    failures: 0,
+                    retry_at: None,
+                }),
             });
         }
-        Ok(WitnessClient { k: config.witnesses.k, witnesses })
+        Ok(WitnessClient {
+            k: config.witnesses.k,
+            witnesses,
+        })
     }
 
     /// Cosignatures needed.
@@ -97,19 +115,39 @@ impl WitnessClient {
             }
         };
         let calls = self.witnesses.iter().map(|w| self.ask(node, w, cp, &body));
-        let lines: Vec<NoteSignature> = futures::future::join_all(calls).await.into_iter().flatten().collect();
+        let lines: Vec<NoteSignature> = futures::future::join_all(calls)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
         if lines.len() < self.k {
-            tracing::debug!(size = cp.size, got = lines.len(), k = self.k, "not enough cosignatures yet");
+            tracing::debug!(
+                size = cp.size,
+                got = lines.len(),
+                k = self.k,
+                "not enough cosignatures yet"
+            );
             return None;
         }
         let mut note = cp.note.clone();
         for l in &lines {
             note.push_str(&l.to_line());
         }
-        Some(StoredCheckpoint { note, size: cp.size, root: cp.root, cosignatures: lines.len() as u32 })
+        Some(StoredCheckpoint {
+            note,
+            size: cp.size,
+            root: cp.root,
+            cosignatures: lines.len() as u32,
+        })
     }
 
-    async fn ask(&self, node: &Node, w: &Witness, cp: &StoredCheckpoint, body: &str) -> Option<NoteSignature> {
+    async fn ask(
+        &self,
+        node: &Node,
+        w: &Witness,
+        cp: &StoredCheckpoint,
+        body: &str,
+    ) -> Option<NoteSignature> {
         let st = *w.state.lock().ok()?;
         if st.retry_at.is_some_and(|t| Instant::now() < t) {
             return None;
@@ -138,12 +176,20 @@ impl WitnessClient {
                 consistency_proof: proof.iter().map(|h| h.to_vec().into()).collect(),
                 checkpoint: cp.note.clone(),
             };
-            match WitnessServiceClient::new(w.channel.clone()).add_checkpoint(req).await {
+            match WitnessServiceClient::new(w.channel.clone())
+                .add_checkpoint(req)
+                .await
+            {
                 Ok(resp) => {
                     let text = resp.into_inner().cosignatures;
-                    let found = text.lines().filter_map(|l| NoteSignature::parse_line(l).ok()).find_map(|sig| {
-                        verify_cosignature(&w.verifier, body, &sig).ok().map(|_| sig)
-                    });
+                    let found = text
+                        .lines()
+                        .filter_map(|l| NoteSignature::parse_line(l).ok())
+                        .find_map(|sig| {
+                            verify_cosignature(&w.verifier, body, &sig)
+                                .ok()
+                                .map(|_| sig)
+                        });
                     match found {
                         Some(sig) => {
                             self.succeeded(node, w, cp.size);
@@ -157,7 +203,10 @@ impl WitnessClient {
                     }
                 }
                 Err(s) if s.code() == tonic::Code::Aborted => {
-                    let held = s.metadata().get("tlog-size").and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+                    let held = s
+                        .metadata()
+                        .get("tlog-size")
+                        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
                     match held {
                         Some(h) if h != known => known = h,
                         _ => {
@@ -179,9 +228,17 @@ impl WitnessClient {
 
     fn succeeded(&self, node: &Node, w: &Witness, size: u64) {
         if let Ok(mut s) = w.state.lock() {
-            *s = State { known_size: size, failures: 0, retry_at: None };
+            *s = State {
+                known_size: size,
+                failures: 0,
+                retry_at: None,
+            };
         }
-        if let Err(e) = node.ledger.store().put_meta(&size_key(&w.verifier), &size.to_be_bytes()) {
+        if let Err(e) = node
+            .ledger
+            .store()
+            .put_meta(&size_key(&w.verifier), &size.to_be_bytes())
+        {
             tracing::warn!(error = %e, "remember witness size");
         }
     }

@@ -36,14 +36,19 @@ impl LogApi {
         f: impl FnOnce(&Node) -> Result<T, Error> + Send + 'static,
     ) -> Result<T, Error> {
         let node = self.node.clone();
-        tokio::task::spawn_blocking(move || f(&node)).await.map_err(|e| Error::Internal(e.to_string()))?
+        tokio::task::spawn_blocking(move || f(&node))
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))?
     }
 }
 
 #[tonic::async_trait]
 impl LogService for LogApi {
     #[tracing::instrument(skip_all)]
-    async fn get_checkpoint(&self, _req: Request<pb::GetCheckpointRequest>) -> Result<Response<pb::GetCheckpointResponse>, Status> {
+    async fn get_checkpoint(
+        &self,
+        _req: Request<pb::GetCheckpointRequest>,
+    ) -> Result<Response<pb::GetCheckpointResponse>, Status> {
         Ok(Response::new(pb::GetCheckpointResponse {
             latest: self.node.log.latest().map(|c| c.to_pb()),
             witnessed: self.node.log.witnessed().map(|c| c.to_pb()),
@@ -51,7 +56,10 @@ impl LogService for LogApi {
     }
 
     #[tracing::instrument(skip_all)]
-    async fn get_inclusion_proof(&self, req: Request<pb::GetInclusionProofRequest>) -> Result<Response<pb::GetInclusionProofResponse>, Status> {
+    async fn get_inclusion_proof(
+        &self,
+        req: Request<pb::GetInclusionProofRequest>,
+    ) -> Result<Response<pb::GetInclusionProofResponse>, Status> {
         let r = req.into_inner();
         let index = match r.leaf {
             Some(pb::get_inclusion_proof_request::Leaf::LeafIndex(i)) => i,
@@ -63,19 +71,37 @@ impl LogService for LogApi {
                     .seq_of(&id)?
                     .ok_or_else(|| Error::NotFound(format!("record {}", hex::encode(id))))?
             }
-            None => return Err(Error::invalid("leaf", "a record_id or leaf_index is required").into()),
+            None => {
+                return Err(Error::invalid("leaf", "a record_id or leaf_index is required").into());
+            }
         };
-        let size = if r.tree_size == 0 { self.latest_size()? } else { r.tree_size };
+        let size = if r.tree_size == 0 {
+            self.latest_size()?
+        } else {
+            r.tree_size
+        };
         if size > self.node.ledger.len() {
-            return Err(Error::invalid("tree_size", format!("{size} is larger than the log ({})", self.node.ledger.len())).into());
+            return Err(Error::invalid(
+                "tree_size",
+                format!("{size} is larger than the log ({})", self.node.ledger.len()),
+            )
+            .into());
         }
         if index >= size {
-            return Err(Error::invalid("leaf", format!("leaf {index} is not in a tree of size {size}")).into());
+            return Err(Error::invalid(
+                "leaf",
+                format!("leaf {index} is not in a tree of size {size}"),
+            )
+            .into());
         }
         let (leaf_hash, proof, root) = self
             .blocking(move |n| {
                 let s = n.ledger.store();
-                Ok((crate::log::leaf_hash(s, index)?, crate::log::inclusion_proof(s, index, size)?, crate::log::root(s, size)?))
+                Ok((
+                    crate::log::leaf_hash(s, index)?,
+                    crate::log::inclusion_proof(s, index, size)?,
+                    crate::log::root(s, size)?,
+                ))
             })
             .await?;
         Ok(Response::new(pb::GetInclusionProofResponse {
@@ -88,17 +114,41 @@ impl LogService for LogApi {
     }
 
     #[tracing::instrument(skip_all)]
-    async fn get_consistency_proof(&self, req: Request<pb::GetConsistencyProofRequest>) -> Result<Response<pb::GetConsistencyProofResponse>, Status> {
+    async fn get_consistency_proof(
+        &self,
+        req: Request<pb::GetConsistencyProofRequest>,
+    ) -> Result<Response<pb::GetConsistencyProofResponse>, Status> {
         let r = req.into_inner();
-        let size2 = if r.size2 == 0 { self.latest_size()? } else { r.size2 };
+        let size2 = if r.size2 == 0 {
+            self.latest_size()?
+        } else {
+            r.size2
+        };
         if size2 > self.node.ledger.len() {
-            return Err(Error::invalid("size2", format!("{size2} is larger than the log ({})", self.node.ledger.len())).into());
+            return Err(Error::invalid(
+                "size2",
+                format!(
+                    "{size2} is larger than the log ({})",
+                    self.node.ledger.len()
+                ),
+            )
+            .into());
         }
         if r.size1 > size2 {
-            return Err(Error::invalid("size1", format!("{} is larger than size2 {size2}", r.size1)).into());
+            return Err(Error::invalid(
+                "size1",
+                format!("{} is larger than size2 {size2}", r.size1),
+            )
+            .into());
         }
         let size1 = r.size1;
-        let proof = self.blocking(move |n| crate::log::consistency_proof(n.ledger.store(), size1, size2)).await?;
-        Ok(Response::new(pb::GetConsistencyProofResponse { size1, size2, hashes: hashes(proof) }))
+        let proof = self
+            .blocking(move |n| crate::log::consistency_proof(n.ledger.store(), size1, size2))
+            .await?;
+        Ok(Response::new(pb::GetConsistencyProofResponse {
+            size1,
+            size2,
+            hashes: hashes(proof),
+        }))
     }
 }

@@ -6,7 +6,7 @@ use crate::server::Node;
 use accord_proto::pb::record::v1::{Record, SignedRecord};
 use accord_proto::pb::work::v1 as pb;
 use accord_proto::pb::work::v1::work_service_server::{WorkService, WorkServiceServer};
-use accord_proto::signing::{self, RecordId, RECORD_PAYLOAD_TYPE};
+use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE, RecordId};
 use prost::Message;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -20,13 +20,13 @@ pub struct WorkApi {
 
 /// The service, ready to add to a tonic server.
 pub fn server(node: Arc<Node>) -> WorkServiceServer<WorkApi> {
-    WorkServiceServer::new(WorkApi { node })
-        .max_decoding_message_size(4 * 1024 * 1024)
+    WorkServiceServer::new(WorkApi { node }).max_decoding_message_size(4 * 1024 * 1024)
 }
 
 /// Parses a 32-byte record id field.
 pub fn record_id_field(field: &str, b: &[u8]) -> Result<RecordId, Error> {
-    b.try_into().map_err(|_| Error::invalid(field, format!("must be 32 bytes, got {}", b.len())))
+    b.try_into()
+        .map_err(|_| Error::invalid(field, format!("must be 32 bytes, got {}", b.len())))
 }
 
 /// Checks a signed record from one of this organisation's parties. As DESIGN.md requires, the
@@ -36,13 +36,19 @@ pub fn record_id_field(field: &str, b: &[u8]) -> Result<RecordId, Error> {
 /// party of this organisation, for the node key). Nothing is written; any failure names the field.
 pub fn verify_local(node: &Node, signed: &SignedRecord) -> Result<(RecordId, Record), Error> {
     if signed.payload_type != RECORD_PAYLOAD_TYPE {
-        return Err(Error::invalid("record.payload_type", format!("must be {RECORD_PAYLOAD_TYPE:?}")));
+        return Err(Error::invalid(
+            "record.payload_type",
+            format!("must be {RECORD_PAYLOAD_TYPE:?}"),
+        ));
     }
     if signed.payload.is_empty() {
         return Err(Error::invalid("record.payload", "empty"));
     }
     if signed.signatures.is_empty() {
-        return Err(Error::invalid("record.signatures", "at least one signature is required"));
+        return Err(Error::invalid(
+            "record.signatures",
+            "at least one signature is required",
+        ));
     }
     // Which parties the verified signatures speak for; `None` = the node key (any party).
     let mut signers: Vec<Option<&str>> = Vec::new();
@@ -51,7 +57,9 @@ pub fn verify_local(node: &Node, signed: &SignedRecord) -> Result<(RecordId, Rec
             Some((None, &node.node_key))
         } else {
             node.party_keys.iter().find_map(|(party, keys)| {
-                keys.iter().find(|k| k.name() == sig.key_name && k.key_id()[..] == sig.key_id[..]).map(|k| (Some(party.as_str()), k))
+                keys.iter()
+                    .find(|k| k.name() == sig.key_name && k.key_id()[..] == sig.key_id[..])
+                    .map(|k| (Some(party.as_str()), k))
             })
         };
         let Some((party, k)) = key else { continue };
@@ -60,15 +68,28 @@ pub fn verify_local(node: &Node, signed: &SignedRecord) -> Result<(RecordId, Rec
         signers.push(party);
     }
     if signers.is_empty() {
-        return Err(Error::BadSignature("record.signatures: no signature by a key of this organisation".into()));
+        return Err(Error::BadSignature(
+            "record.signatures: no signature by a key of this organisation".into(),
+        ));
     }
-    let record = Record::decode(signed.payload.as_ref())
-        .map_err(|e| Error::invalid("record.payload", format!("not an accord.record.v1.Record: {e}")))?;
-    let author = record.author.as_ref().ok_or_else(|| Error::invalid("record.payload.author", "required"))?;
+    let record = Record::decode(signed.payload.as_ref()).map_err(|e| {
+        Error::invalid(
+            "record.payload",
+            format!("not an accord.record.v1.Record: {e}"),
+        )
+    })?;
+    let author = record
+        .author
+        .as_ref()
+        .ok_or_else(|| Error::invalid("record.payload.author", "required"))?;
     if author.organisation != node.name() {
         return Err(Error::invalid(
             "record.payload.author.organisation",
-            format!("{:?} is not this node's organisation {:?}; peers' records arrive through federation", author.organisation, node.name()),
+            format!(
+                "{:?} is not this node's organisation {:?}; peers' records arrive through federation",
+                author.organisation,
+                node.name()
+            ),
         ));
     }
     if !signers.iter().any(|p| p.is_none_or(|p| p == author.name)) {
@@ -77,13 +98,25 @@ pub fn verify_local(node: &Node, signed: &SignedRecord) -> Result<(RecordId, Rec
             author.organisation, author.name
         )));
     }
-    Ok((signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload), record))
+    Ok((
+        signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload),
+        record,
+    ))
 }
 
 impl WorkApi {
-    async fn append(&self, signed: SignedRecord, record: Record, id: RecordId) -> Result<pb::SubmitResponse, Error> {
+    async fn append(
+        &self,
+        signed: SignedRecord,
+        record: Record,
+        id: RecordId,
+    ) -> Result<pb::SubmitResponse, Error> {
         let input = crate::convert::record_from_pb(id, &record)?;
-        let r = self.node.ledger.append(Append { id, signed, input }).await?;
+        let r = self
+            .node
+            .ledger
+            .append(Append { id, signed, input })
+            .await?;
         Ok(pb::SubmitResponse {
             record_id: id.to_vec().into(),
             sequence: r.sequence,
@@ -99,19 +132,34 @@ type Stream<T> = Pin<Box<dyn futures::Stream<Item = Result<T, Status>> + Send>>;
 #[tonic::async_trait]
 impl WorkService for WorkApi {
     #[tracing::instrument(skip_all, fields(record_id))]
-    async fn submit(&self, req: Request<pb::SubmitRequest>) -> Result<Response<pb::SubmitResponse>, Status> {
-        let signed = req.into_inner().record.ok_or_else(|| Error::invalid("record", "required"))?;
+    async fn submit(
+        &self,
+        req: Request<pb::SubmitRequest>,
+    ) -> Result<Response<pb::SubmitResponse>, Status> {
+        let signed = req
+            .into_inner()
+            .record
+            .ok_or_else(|| Error::invalid("record", "required"))?;
         let (id, record) = verify_local(&self.node, &signed)?;
         tracing::Span::current().record("record_id", hex::encode(id));
         Ok(Response::new(self.append(signed, record, id).await?))
     }
 
     #[tracing::instrument(skip_all, fields(party, record_id))]
-    async fn declare(&self, req: Request<pb::DeclareRequest>) -> Result<Response<pb::SubmitResponse>, Status> {
+    async fn declare(
+        &self,
+        req: Request<pb::DeclareRequest>,
+    ) -> Result<Response<pb::SubmitResponse>, Status> {
         let party = self.node.tokens.party(&req)?;
         tracing::Span::current().record("party", &party);
-        let mut record = req.into_inner().record.ok_or_else(|| Error::invalid("record", "required"))?;
-        let me = accord_proto::pb::record::v1::PartyRef { organisation: self.node.name().to_string(), name: party };
+        let mut record = req
+            .into_inner()
+            .record
+            .ok_or_else(|| Error::invalid("record", "required"))?;
+        let me = accord_proto::pb::record::v1::PartyRef {
+            organisation: self.node.name().to_string(),
+            name: party,
+        };
         match &record.author {
             None => record.author = Some(me),
             Some(a) if *a == me => {}
@@ -133,7 +181,10 @@ impl WorkService for WorkApi {
     }
 
     #[tracing::instrument(skip_all)]
-    async fn get_record(&self, req: Request<pb::GetRecordRequest>) -> Result<Response<pb::GetRecordResponse>, Status> {
+    async fn get_record(
+        &self,
+        req: Request<pb::GetRecordRequest>,
+    ) -> Result<Response<pb::GetRecordResponse>, Status> {
         let id = record_id_field("record_id", &req.into_inner().record_id)?;
         let entry = self
             .node
@@ -146,8 +197,14 @@ impl WorkService for WorkApi {
     type ListRecordsStream = Stream<pb::LedgerEntry>;
 
     #[tracing::instrument(skip_all, fields(from = req.get_ref().from_sequence, limit = req.get_ref().limit))]
-    async fn list_records(&self, req: Request<pb::ListRecordsRequest>) -> Result<Response<Self::ListRecordsStream>, Status> {
-        let pb::ListRecordsRequest { from_sequence, limit } = req.into_inner();
+    async fn list_records(
+        &self,
+        req: Request<pb::ListRecordsRequest>,
+    ) -> Result<Response<Self::ListRecordsStream>, Status> {
+        let pb::ListRecordsRequest {
+            from_sequence,
+            limit,
+        } = req.into_inner();
         let end = match limit {
             0 => self.node.ledger.len(),
             n => from_sequence.saturating_add(n).min(self.node.ledger.len()),
@@ -167,7 +224,9 @@ impl WorkService for WorkApi {
                         break;
                     }
                     Err(e) => {
-                        let _ = tx.send(Err(Status::from(Error::Internal(e.to_string())))).await;
+                        let _ = tx
+                            .send(Err(Status::from(Error::Internal(e.to_string()))))
+                            .await;
                         break;
                     }
                 };
@@ -179,11 +238,16 @@ impl WorkService for WorkApi {
                 }
             }
         });
-        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))))
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
     }
 
     #[tracing::instrument(skip_all, fields(commitment = %req.get_ref().commitment_id))]
-    async fn get_commitment(&self, req: Request<pb::GetCommitmentRequest>) -> Result<Response<pb::GetCommitmentResponse>, Status> {
+    async fn get_commitment(
+        &self,
+        req: Request<pb::GetCommitmentRequest>,
+    ) -> Result<Response<pb::GetCommitmentResponse>, Status> {
         let id = req.into_inner().commitment_id;
         if id.is_empty() {
             return Err(Error::invalid("commitment_id", "required").into());
@@ -194,11 +258,16 @@ impl WorkService for WorkApi {
             .read()
             .map_err(|_| Error::Internal("projection lock poisoned".into()))?
             .commitment(&id, crate::clock::now_ms());
-        Ok(Response::new(view.ok_or_else(|| Error::NotFound(format!("commitment {id:?}")))?))
+        Ok(Response::new(view.ok_or_else(|| {
+            Error::NotFound(format!("commitment {id:?}"))
+        })?))
     }
 
     #[tracing::instrument(skip_all)]
-    async fn get_durability(&self, req: Request<pb::GetDurabilityRequest>) -> Result<Response<pb::GetDurabilityResponse>, Status> {
+    async fn get_durability(
+        &self,
+        req: Request<pb::GetDurabilityRequest>,
+    ) -> Result<Response<pb::GetDurabilityResponse>, Status> {
         let id = record_id_field("record_id", &req.into_inner().record_id)?;
         let seq = self
             .node
@@ -214,13 +283,19 @@ impl WorkService for WorkApi {
             (None, Some(l)) => (pb::Durability::Included, Some(l)),
             (None, None) => (pb::Durability::Recorded, None),
         };
-        let mut resp = pb::GetDurabilityResponse { durability: durability as i32, sequence: seq, ..Default::default() };
+        let mut resp = pb::GetDurabilityResponse {
+            durability: durability as i32,
+            sequence: seq,
+            ..Default::default()
+        };
         if let Some(cp) = cp {
             let size = cp.size;
             let node = self.node.clone();
-            let proof = tokio::task::spawn_blocking(move || crate::log::inclusion_proof(node.ledger.store(), seq, size))
-                .await
-                .map_err(|e| Error::Internal(e.to_string()))??;
+            let proof = tokio::task::spawn_blocking(move || {
+                crate::log::inclusion_proof(node.ledger.store(), seq, size)
+            })
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))??;
             resp.checkpoint = cp.note;
             resp.inclusion_proof = proof.into_iter().map(|h| h.to_vec().into()).collect();
         }
@@ -239,7 +314,11 @@ impl WorkService for WorkApi {
         if !resp.acted_upon_by.is_empty() {
             resp.durability = pb::Durability::ActedUpon as i32;
         }
-        resp.durability = resp.peers.iter().map(|p| p.durability).fold(resp.durability, i32::max);
+        resp.durability = resp
+            .peers
+            .iter()
+            .map(|p| p.durability)
+            .fold(resp.durability, i32::max);
         Ok(Response::new(resp))
     }
 }
