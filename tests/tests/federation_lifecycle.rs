@@ -14,57 +14,130 @@ use federation_common::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cross_organisation_commitment_end_to_end() {
-    let a = TestNode::builder("acme").party("alice").config(fast).start().await.unwrap();
-    let b = TestNode::builder("globex").party("bob").config(fast).start().await.unwrap();
+    let a = TestNode::builder("acme")
+        .party("alice")
+        .config(fast)
+        .start()
+        .await
+        .unwrap();
+    let b = TestNode::builder("globex")
+        .party("bob")
+        .config(fast)
+        .start()
+        .await
+        .unwrap();
     accord_tests::federate(&a, &b).await.unwrap();
 
     // acme/alice requests (signed with her own key) from globex/bob.
     let c = "deal-1";
-    let (request, _) = submit(&a, &signer(&a, "alice"), &request("acme", "alice", c, party("globex", "bob"))).await;
+    let (request, _) = submit(
+        &a,
+        &signer(&a, "alice"),
+        &request("acme", "alice", c, party("globex", "bob")),
+    )
+    .await;
     wait_state(&b, c, "requested").await;
 
     // globex/bob promises on his own node (declared through it, node-signed).
-    let promise = declare(&b, "bob", record("globex", "bob", c, &[], Operation::Promise(rec::Promise {}))).await;
+    let promise = declare(
+        &b,
+        "bob",
+        record("globex", "bob", c, &[], Operation::Promise(rec::Promise {})),
+    )
+    .await;
     wait_state(&a, c, "promised").await;
 
     // The executor reports an act based on the request: acted upon, on both nodes.
-    let act = rec::ActedUpon { record_id: request.to_vec().into(), act: "started the work".into() };
-    let acted = declare(&b, "bob", record("globex", "bob", c, &[], Operation::ActedUpon(act))).await;
+    let act = rec::ActedUpon {
+        record_id: request.to_vec().into(),
+        act: "started the work".into(),
+    };
+    let acted = declare(
+        &b,
+        "bob",
+        record("globex", "bob", c, &[], Operation::ActedUpon(act)),
+    )
+    .await;
     accord_tests::eventually(WAIT, || async {
         let d = durability(&a, &request).await;
-        (d.durability == Durability::ActedUpon as i32 && d.acted_upon_by.iter().any(|x| x.as_ref() == acted)).then_some(())
+        (d.durability == Durability::ActedUpon as i32
+            && d.acted_upon_by.iter().any(|x| x.as_ref() == acted))
+        .then_some(())
     })
     .await
     .expect("the request is acted upon at acme");
-    assert!(durability(&b, &request).await.acted_upon_by.iter().any(|x| x.as_ref() == acted));
+    assert!(
+        durability(&b, &request)
+            .await
+            .acted_upon_by
+            .iter()
+            .any(|x| x.as_ref() == acted)
+    );
 
-    let state = rec::State { fulfillment_refs: vec!["delivery-1".into()] };
-    let stated = declare(&b, "bob", record("globex", "bob", c, &[], Operation::State(state))).await;
+    let state = rec::State {
+        fulfillment_refs: vec!["delivery-1".into()],
+    };
+    let stated = declare(
+        &b,
+        "bob",
+        record("globex", "bob", c, &[], Operation::State(state)),
+    )
+    .await;
     wait_state(&a, c, "stated").await;
 
-    let accept = rec::Accept { evidence_ref: "delivery-1".into(), ..Default::default() };
-    let accepted = declare(&a, "alice", record("acme", "alice", c, &[], Operation::Accept(accept))).await;
+    let accept = rec::Accept {
+        evidence_ref: "delivery-1".into(),
+        ..Default::default()
+    };
+    let accepted = declare(
+        &a,
+        "alice",
+        record("acme", "alice", c, &[], Operation::Accept(accept)),
+    )
+    .await;
     let on_b = wait_state(&b, c, "accepted").await;
     let on_a = wait_state(&a, c, "accepted").await;
 
     // Same state, same parties, same records in the same order (admission declarations are each
     // node's own links).
-    assert_eq!((&on_a.obligee, &on_a.obligor, &on_a.acceptor, on_a.terminal), (&on_b.obligee, &on_b.obligor, &on_b.acceptor, on_b.terminal));
-    let work_records = |v: &accord_proto::pb::work::v1::GetCommitmentResponse| -> Vec<(Vec<u8>, String, bool)> {
-        v.history
-            .iter()
-            .filter(|h| h.operation != "admission")
-            .map(|h| (h.record_id.to_vec(), h.operation.clone(), h.outcome.as_ref().is_some_and(|o| o.applied)))
-            .collect()
-    };
+    assert_eq!(
+        (&on_a.obligee, &on_a.obligor, &on_a.acceptor, on_a.terminal),
+        (&on_b.obligee, &on_b.obligor, &on_b.acceptor, on_b.terminal)
+    );
+    let work_records =
+        |v: &accord_proto::pb::work::v1::GetCommitmentResponse| -> Vec<(Vec<u8>, String, bool)> {
+            v.history
+                .iter()
+                .filter(|h| h.operation != "admission")
+                .map(|h| {
+                    (
+                        h.record_id.to_vec(),
+                        h.operation.clone(),
+                        h.outcome.as_ref().is_some_and(|o| o.applied),
+                    )
+                })
+                .collect()
+        };
     let (ha, hb) = (work_records(&on_a), work_records(&on_b));
     assert_eq!(ha, hb);
     let ops: Vec<&str> = ha.iter().map(|h| h.1.as_str()).collect();
     assert_eq!(ops, ["request", "promise", "acted_upon", "state", "accept"]);
     assert!(ha.iter().all(|h| h.2), "every record applied: {ha:?}");
     // Each admitted peer record is linked by an admission declaration on the receiving node.
-    assert_eq!(on_a.history.iter().filter(|h| h.operation == "admission").count(), 3);
-    assert_eq!(on_b.history.iter().filter(|h| h.operation == "admission").count(), 2);
+    assert_eq!(
+        on_a.history
+            .iter()
+            .filter(|h| h.operation == "admission")
+            .count(),
+        3
+    );
+    assert_eq!(
+        on_b.history
+            .iter()
+            .filter(|h| h.operation == "admission")
+            .count(),
+        2
+    );
 
     // Durability on each author's node reaches admitted at the peer; overall it is the highest.
     for id in [&request, &accepted] {
@@ -73,8 +146,14 @@ async fn cross_organisation_commitment_end_to_end() {
     for id in [&promise, &acted, &stated] {
         wait_peer_durability(&b, id, "acme", Durability::Admitted).await;
     }
-    assert_eq!(durability(&a, &request).await.durability, Durability::ActedUpon as i32);
-    assert_eq!(durability(&a, &accepted).await.durability, Durability::Admitted as i32);
+    assert_eq!(
+        durability(&a, &request).await.durability,
+        Durability::ActedUpon as i32
+    );
+    assert_eq!(
+        durability(&a, &accepted).await.durability,
+        Durability::Admitted as i32
+    );
 
     // The receipt proves admission offline: fetch it from acme's node, verify with globex's vkey.
     let tmp = tempfile::tempdir().unwrap();
@@ -140,12 +219,37 @@ async fn cross_organisation_commitment_end_to_end() {
 
     // Admin: the peer is listed, healthy, with nothing queued.
     let mut adm = a.admin().await.unwrap();
-    let peers = adm.list_peers(a.admin_request(admin::ListPeersRequest {})).await.unwrap().into_inner().peers;
-    assert_eq!(peers.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["globex"]);
-    let h = adm.get_peer_health(a.admin_request(admin::GetPeerHealthRequest { name: "globex".into() })).await.unwrap().into_inner();
+    let peers = adm
+        .list_peers(a.admin_request(admin::ListPeersRequest {}))
+        .await
+        .unwrap()
+        .into_inner()
+        .peers;
+    assert_eq!(
+        peers.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+        ["globex"]
+    );
+    let h = adm
+        .get_peer_health(a.admin_request(admin::GetPeerHealthRequest {
+            name: "globex".into(),
+        }))
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!((h.queue_depth, h.breaker.as_str()), (0, "closed"));
     assert!(h.last_success_unix_ms > 0);
-    let (code, out, err) = accordctl(&[admin_args(&b), vec!["--json".into(), "peer".into(), "health".into(), "acme".into()]].concat());
+    let (code, out, err) = accordctl(
+        &[
+            admin_args(&b),
+            vec![
+                "--json".into(),
+                "peer".into(),
+                "health".into(),
+                "acme".into(),
+            ],
+        ]
+        .concat(),
+    );
     assert_eq!(code, 0, "{err}");
     let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(j["queue_depth"], 0);

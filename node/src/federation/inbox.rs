@@ -378,7 +378,7 @@ pub async fn deliver(
     let mut work: Vec<Work> = Vec::with_capacity(env.records.len());
     let mut coming: HashSet<RecordId> = HashSet::new();
     let mut first: HashMap<RecordId, usize> = HashMap::new();
-    let mut quarantined_here: HashMap<String, Vec<RecordId>> = HashMap::new();
+    let mut quarantined_here: HashMap<String, Vec<(RecordId, Vec<RecordId>)>> = HashMap::new();
     for (i, signed) in env.records.iter().enumerate() {
         let id = signing::record_id(&signed.payload_type, &signed.payload);
         if let Some(j) = first.get(&id) {
@@ -405,18 +405,13 @@ pub async fn deliver(
                 });
             }
             Ok(c) => {
-                let mut missing = quarantine::missing(node, &c, &coming, None)?;
-                if let Some(q) = quarantined_here.get(&c.record.commitment_id) {
-                    missing.extend(q.iter().copied());
-                }
+                let here = quarantined_here.get(&c.record.commitment_id).map(Vec::as_slice).unwrap_or(&[]);
+                let missing = quarantine::missing(node, &c, &coming, None, here)?;
                 if missing.is_empty() {
                     coming.insert(id);
                     work.push(Work::Kernel { c });
                 } else {
-                    quarantined_here
-                        .entry(c.record.commitment_id.clone())
-                        .or_default()
-                        .push(id);
+                    quarantined_here.entry(c.record.commitment_id.clone()).or_default().push((id, missing.clone()));
                     work.push(Work::Quarantine { c, missing });
                 }
             }
@@ -515,6 +510,7 @@ pub async fn deliver(
 
     // Receipts, and everything kept, in one synced write.
     let mut batch = rocksdb::WriteBatch::default();
+    let mut quarantined = Vec::new();
     for ((d, r), admission_id) in decided.into_iter().zip(results).zip(ids) {
         let r = r?;
         let mut e = Entry {
@@ -539,6 +535,7 @@ pub async fn deliver(
             tracing::info!(peer = peer.name(), record_id = %hex::encode(d.id), decision = %e.decision, admission_seq = r.sequence, "federation: admission");
         }
         if let Some((c, missing)) = d.quarantine {
+            quarantined.push(c.id);
             fed.quarantine.put(
                 &mut batch,
                 node,
@@ -581,6 +578,9 @@ pub async fn deliver(
     tokio::task::spawn_blocking(move || db::write(&s, batch, true))
         .await
         .map_err(|e| Error::Internal(e.to_string()))??;
+    // A basis may have entered the ledger (from this envelope, another peer or a local client)
+    // after its waiters were checked and before they were written: look at them once now.
+    fed.quarantine.wake(quarantined);
     tracing::debug!(peer = peer.name(), envelope = %hex::encode(env_id), records = env.records.len(), "envelope recorded");
     Ok(response)
 }

@@ -212,12 +212,15 @@ impl Quarantine {
 }
 
 /// What `c` is missing: `basis` records that are neither in the ledger nor `coming` in the same
-/// envelope, and quarantined records of the same commitment (older than `before`, if given).
+/// envelope, and quarantined records of the same commitment (older than `before`, if given) —
+/// except those that wait, directly or through others, for `c` itself (they are released by it).
+/// `unwritten` are records of this commitment quarantined earlier in the same envelope.
 pub(crate) fn missing(
     node: &Node,
     c: &Checked,
     coming: &HashSet<RecordId>,
     before: Option<u64>,
+    unwritten: &[(RecordId, Vec<RecordId>)],
 ) -> Result<Vec<RecordId>, Error> {
     let store = node.ledger.store();
     let basis: Vec<RecordId> = c
@@ -234,6 +237,7 @@ pub(crate) fn missing(
         }
     }
     let p = c_prefix(&c.record.commitment_id);
+    let mut same: Vec<(RecordId, Vec<RecordId>)> = unwritten.to_vec();
     for (k, v) in db::scan(store, CF, &p, usize::MAX)? {
         let qseq = k[p.len()..]
             .try_into()
@@ -243,10 +247,32 @@ pub(crate) fn missing(
             continue;
         }
         let id: String = db::decode(CF, &v)?;
-        if let Ok(Ok(id)) = hex::decode(id).map(<RecordId>::try_from) {
-            if id != c.id && !out.contains(&id) {
-                out.push(id);
+        let Ok(Ok(id)) = hex::decode(id).map(<RecordId>::try_from) else {
+            continue;
+        };
+        if id == c.id {
+            continue;
+        }
+        if let Some(q) = db::get::<QEntry>(store, CF, &q_key(&id))? {
+            same.push((id, q.missing));
+        }
+    }
+    // Those released (transitively) by `c` do not hold it back.
+    let mut releases: HashSet<RecordId> = HashSet::from([c.id]);
+    loop {
+        let before_len = releases.len();
+        for (id, q) in &same {
+            if q.iter().any(|m| releases.contains(m)) {
+                releases.insert(*id);
             }
+        }
+        if releases.len() == before_len {
+            break;
+        }
+    }
+    for (id, _) in same {
+        if !releases.contains(&id) && !out.contains(&id) {
+            out.push(id);
         }
     }
     Ok(out)
@@ -360,7 +386,7 @@ pub async fn process(node: &Arc<Node>, id: RecordId) -> Result<(), Error> {
         record,
         input,
     };
-    let now_missing = missing(node, &c, &HashSet::new(), Some(q.qseq))?;
+    let now_missing = missing(node, &c, &HashSet::new(), Some(q.qseq), &[])?;
     if now_missing.is_empty() {
         close(node, id, q, Close::Release).await?;
     } else if now_missing != q.missing {

@@ -5,9 +5,12 @@
 
 use accord_proto::note::Signer;
 use accord_proto::pb::federation::v1::{
-    self as fed, DeliverRequest, Envelope, GetReceiptsRequest, Receipt, Signed, federation_service_client::FederationServiceClient,
+    self as fed, DeliverRequest, Envelope, GetReceiptsRequest, Receipt, Signed,
+    federation_service_client::FederationServiceClient,
 };
-use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, SignedRecord, record::Operation};
+use accord_proto::pb::record::v1::{
+    self as rec, PartyRef, Record, SignedRecord, record::Operation,
+};
 use accord_proto::pb::work::v1::{self as work, work_service_client::WorkServiceClient};
 use accord_proto::signing::{self, ENVELOPE_PAYLOAD_TYPE};
 use accord_tests::TestNode;
@@ -19,11 +22,20 @@ use tonic::transport::Channel;
 pub const WAIT: Duration = Duration::from_secs(30);
 
 pub fn party(org: &str, name: &str) -> PartyRef {
-    PartyRef { organisation: org.into(), name: name.into() }
+    PartyRef {
+        organisation: org.into(),
+        name: name.into(),
+    }
 }
 
 /// A record by `org/name` on `commitment`.
-pub fn record(org: &str, name: &str, commitment: &str, basis: &[[u8; 32]], op: Operation) -> Record {
+pub fn record(
+    org: &str,
+    name: &str,
+    commitment: &str,
+    basis: &[[u8; 32]],
+    op: Operation,
+) -> Record {
     Record {
         author: Some(party(org, name)),
         declared_at_unix_ms: 1,
@@ -44,18 +56,36 @@ pub fn request(org: &str, name: &str, commitment: &str, to: PartyRef) -> Record 
         &[],
         Operation::Request(rec::Request {
             candidate: Some(to),
-            terms: Some(rec::Terms { title: format!("{commitment} terms"), ..Default::default() }),
+            terms: Some(rec::Terms {
+                title: format!("{commitment} terms"),
+                ..Default::default()
+            }),
             ..Default::default()
         }),
     )
 }
 
 pub fn defer(org: &str, name: &str, commitment: &str) -> Record {
-    record(org, name, commitment, &[], Operation::Defer(rec::Defer { reason: "later".into(), ..Default::default() }))
+    record(
+        org,
+        name,
+        commitment,
+        &[],
+        Operation::Defer(rec::Defer {
+            reason: "later".into(),
+            ..Default::default()
+        }),
+    )
 }
 
 pub fn resume(org: &str, name: &str, commitment: &str, basis: [u8; 32]) -> Record {
-    record(org, name, commitment, &[basis], Operation::Resume(rec::Resume::default()))
+    record(
+        org,
+        name,
+        commitment,
+        &[basis],
+        Operation::Resume(rec::Resume::default()),
+    )
 }
 
 pub fn id_of(s: &SignedRecord) -> [u8; 32] {
@@ -76,40 +106,95 @@ pub async fn work(node: &TestNode) -> WorkServiceClient<Channel> {
 }
 
 /// Submits a record signed by `signer`.
-pub async fn submit(node: &TestNode, signer: &Signer, r: &Record) -> ([u8; 32], work::SubmitResponse) {
+pub async fn submit(
+    node: &TestNode,
+    signer: &Signer,
+    r: &Record,
+) -> ([u8; 32], work::SubmitResponse) {
     let signed = signing::sign_record(signer, r);
     let id = id_of(&signed);
-    let resp = work(node).await.submit(work::SubmitRequest { record: Some(signed) }).await.expect("submit").into_inner();
-    assert!(resp.outcome.as_ref().is_some_and(|o| o.applied), "not applied: {:?}", resp.outcome);
+    let resp = work(node)
+        .await
+        .submit(work::SubmitRequest {
+            record: Some(signed),
+        })
+        .await
+        .expect("submit")
+        .into_inner();
+    assert!(
+        resp.outcome.as_ref().is_some_and(|o| o.applied),
+        "not applied: {:?}",
+        resp.outcome
+    );
     (id, resp)
 }
 
 /// Declares a record for `party` with its bearer token (signed by the node).
 pub async fn declare(node: &TestNode, party: &str, r: Record) -> [u8; 32] {
     let mut req = tonic::Request::new(work::DeclareRequest { record: Some(r) });
-    req.metadata_mut().insert("authorization", format!("Bearer {}", node.party_token(party).trim()).parse().unwrap());
-    let resp = work(node).await.declare(req).await.expect("declare").into_inner();
-    assert!(resp.outcome.as_ref().is_some_and(|o| o.applied), "not applied: {:?}", resp.outcome);
+    req.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {}", node.party_token(party).trim())
+            .parse()
+            .unwrap(),
+    );
+    let resp = work(node)
+        .await
+        .declare(req)
+        .await
+        .expect("declare")
+        .into_inner();
+    assert!(
+        resp.outcome.as_ref().is_some_and(|o| o.applied),
+        "not applied: {:?}",
+        resp.outcome
+    );
     resp.record_id.as_ref().try_into().unwrap()
 }
 
 pub async fn durability(node: &TestNode, id: &[u8; 32]) -> work::GetDurabilityResponse {
-    work(node).await.get_durability(work::GetDurabilityRequest { record_id: id.to_vec().into() }).await.expect("durability").into_inner()
+    work(node)
+        .await
+        .get_durability(work::GetDurabilityRequest {
+            record_id: id.to_vec().into(),
+        })
+        .await
+        .expect("durability")
+        .into_inner()
 }
 
 /// Waits until `id`'s durability at `peer`, on `node`, is `want`.
-pub async fn wait_peer_durability(node: &TestNode, id: &[u8; 32], peer: &str, want: work::Durability) -> work::PeerDurability {
+pub async fn wait_peer_durability(
+    node: &TestNode,
+    id: &[u8; 32],
+    peer: &str,
+    want: work::Durability,
+) -> work::PeerDurability {
     accord_tests::eventually(WAIT, || async {
-        durability(node, id).await.peers.into_iter().find(|p| p.peer == peer && p.durability == want as i32)
+        durability(node, id)
+            .await
+            .peers
+            .into_iter()
+            .find(|p| p.peer == peer && p.durability == want as i32)
     })
     .await
     .unwrap_or_else(|e| panic!("{} at {peer} never reached {want:?}: {e}", hex::encode(id)))
 }
 
 /// Waits until `node` derives `state` for `commitment`.
-pub async fn wait_state(node: &TestNode, commitment: &str, state: &str) -> work::GetCommitmentResponse {
+pub async fn wait_state(
+    node: &TestNode,
+    commitment: &str,
+    state: &str,
+) -> work::GetCommitmentResponse {
     accord_tests::eventually(WAIT, || async {
-        let c = work(node).await.get_commitment(work::GetCommitmentRequest { commitment_id: commitment.into() }).await.ok()?;
+        let c = work(node)
+            .await
+            .get_commitment(work::GetCommitmentRequest {
+                commitment_id: commitment.into(),
+            })
+            .await
+            .ok()?;
         let c = c.into_inner();
         (c.state == state).then_some(c)
     })
@@ -119,7 +204,15 @@ pub async fn wait_state(node: &TestNode, commitment: &str, state: &str) -> work:
 
 /// Every ledger entry of a node.
 pub async fn ledger(node: &TestNode) -> Vec<work::LedgerEntry> {
-    let mut s = work(node).await.list_records(work::ListRecordsRequest { from_sequence: 0, limit: 0 }).await.expect("list").into_inner();
+    let mut s = work(node)
+        .await
+        .list_records(work::ListRecordsRequest {
+            from_sequence: 0,
+            limit: 0,
+        })
+        .await
+        .expect("list")
+        .into_inner();
     let mut out = Vec::new();
     while let Some(e) = s.message().await.expect("entry") {
         out.push(e);
@@ -141,11 +234,22 @@ pub struct AsPeer {
 impl AsPeer {
     pub async fn new(sender: &TestNode, receiver: &TestNode) -> AsPeer {
         let ch = sender.peer_channel(receiver).await.expect("mTLS channel");
-        AsPeer { name: sender.name.clone(), key: node_signer(sender), client: FederationServiceClient::new(ch) }
+        AsPeer {
+            name: sender.name.clone(),
+            key: node_signer(sender),
+            client: FederationServiceClient::new(ch),
+        }
     }
 
     /// An envelope from `self.name` to `receiver`, signed by `key`.
-    pub fn envelope_by(&self, key: &Signer, sender: &str, receiver: &str, records: Vec<SignedRecord>, sent_at: i64) -> Signed {
+    pub fn envelope_by(
+        &self,
+        key: &Signer,
+        sender: &str,
+        receiver: &str,
+        records: Vec<SignedRecord>,
+        sent_at: i64,
+    ) -> Signed {
         let env = Envelope {
             sender: sender.into(),
             receiver: receiver.into(),
@@ -155,7 +259,11 @@ impl AsPeer {
         };
         let payload = env.encode_to_vec();
         let sig = signing::sign(key, ENVELOPE_PAYLOAD_TYPE, &payload);
-        Signed { payload: payload.into(), payload_type: ENVELOPE_PAYLOAD_TYPE.into(), signatures: vec![sig] }
+        Signed {
+            payload: payload.into(),
+            payload_type: ENVELOPE_PAYLOAD_TYPE.into(),
+            signatures: vec![sig],
+        }
     }
 
     pub fn envelope(&self, receiver: &str, records: Vec<SignedRecord>, sent_at: i64) -> Signed {
@@ -163,12 +271,26 @@ impl AsPeer {
     }
 
     pub async fn deliver(&mut self, env: Signed) -> Result<Vec<Signed>, tonic::Status> {
-        Ok(self.client.deliver(DeliverRequest { envelope: Some(env) }).await?.into_inner().receipts)
+        Ok(self
+            .client
+            .deliver(DeliverRequest {
+                envelope: Some(env),
+            })
+            .await?
+            .into_inner()
+            .receipts)
     }
 
     pub async fn receipts(&mut self, ids: &[[u8; 32]]) -> Vec<Signed> {
-        let req = GetReceiptsRequest { record_ids: ids.iter().map(|i| i.to_vec().into()).collect() };
-        self.client.get_receipts(req).await.expect("GetReceipts").into_inner().receipts
+        let req = GetReceiptsRequest {
+            record_ids: ids.iter().map(|i| i.to_vec().into()).collect(),
+        };
+        self.client
+            .get_receipts(req)
+            .await
+            .expect("GetReceipts")
+            .into_inner()
+            .receipts
     }
 }
 
@@ -190,7 +312,11 @@ pub fn outcome(s: &Signed) -> String {
 
 /// The `accord-reason` of a status.
 pub fn reason(s: &tonic::Status) -> String {
-    s.metadata().get("accord-reason").and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+    s.metadata()
+        .get("accord-reason")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
 }
 
 /// The config edit every federation test node gets.
@@ -215,4 +341,3 @@ pub fn accordctl(args: &[String]) -> (i32, String, String) {
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
     accord_tests::run_bin("accordctl", &a, None).expect("run accordctl")
 }
-

@@ -1,0 +1,226 @@
+//! Issue 5: bad input from a peer is refused or rejected with its code, and recorded (seed 000,
+//! "Federation admission"; DESIGN.md, "Errors"): a forged envelope signature, an unknown peer,
+//! a wrong TLS identity refuse the whole envelope (PERMISSION_DENIED, the code in
+//! `accord-reason`, kept in AdminService.ListRefusals); a forged record signature, a key the
+//! peer does not hold, an author of another organisation and a malformed record are each
+//! rejected with their code, recorded as admission declarations in the receiver's ledger.
+
+mod federation_common;
+
+use accord_proto::note::Signer;
+use accord_proto::pb::admin::v1 as admin;
+use accord_proto::pb::record::v1::{Record, SignedRecord, record::Operation};
+use accord_proto::pb::work::v1 as work;
+use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
+use accord_tests::TestNode;
+use federation_common::*;
+use prost::Message;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn forged_unknown_wrong_identity_and_unauthorized_are_refused_or_rejected() {
+    let b = TestNode::builder("globex")
+        .party("bob")
+        .config(fast)
+        .start()
+        .await
+        .unwrap();
+    let a = TestNode::builder("acme")
+        .party("alice")
+        .start()
+        .await
+        .unwrap();
+    let c = TestNode::builder("initech")
+        .party("eve")
+        .start()
+        .await
+        .unwrap();
+    let d = TestNode::builder("umbrella").start().await.unwrap();
+    b.add_peer(&a).await.unwrap();
+    b.add_peer(&c).await.unwrap();
+    let mut as_a = AsPeer::new(&a, &b).await;
+    let mut as_c = AsPeer::new(&c, &b).await;
+    let alice = signer(&a, "alice");
+    let good = signing::sign_record(
+        &alice,
+        &request("acme", "alice", "r-1", party("globex", "bob")),
+    );
+
+    // A forged envelope signature: a key with acme's key name that acme does not hold …
+    let forger = Signer::generate(&a.origin(), &mut rand::rngs::OsRng).unwrap();
+    let env = as_a.envelope_by(&forger, "acme", "globex", vec![good.clone()], 1);
+    let e = as_a.deliver(env).await.unwrap_err();
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (tonic::Code::PermissionDenied, "unknown_key"),
+        "{e}"
+    );
+    // … and acme's key with a tampered signature.
+    let mut env = as_a.envelope("globex", vec![good.clone()], 2);
+    let mut sig = env.signatures[0].signature.to_vec();
+    sig[0] ^= 1;
+    env.signatures[0].signature = sig.into();
+    let e = as_a.deliver(env).await.unwrap_err();
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (tonic::Code::PermissionDenied, "bad_signature"),
+        "{e}"
+    );
+
+    // An unknown peer.
+    let env = as_a.envelope_by(
+        &as_a.key.clone(),
+        "mallory",
+        "globex",
+        vec![good.clone()],
+        3,
+    );
+    let e = as_a.deliver(env).await.unwrap_err();
+    assert_eq!(reason(&e), "unknown_peer", "{e}");
+
+    // acme's envelope over initech's TLS identity (a valid peer certificate, the wrong peer).
+    let env = as_a.envelope("globex", vec![good.clone()], 4);
+    let e = as_c.deliver(env).await.unwrap_err();
+    assert_eq!(reason(&e), "wrong_tls_identity", "{e}");
+
+    // A certificate no peer's CA issued does not get past the TLS handshake.
+    let stranger = async {
+        let ch = d.peer_channel(&b).await?;
+        let mut cl = accord_proto::pb::federation::v1::federation_service_client::FederationServiceClient::new(ch);
+        let env = as_a.envelope("globex", vec![good.clone()], 5);
+        cl.deliver(accord_proto::pb::federation::v1::DeliverRequest {
+            envelope: Some(env),
+        })
+        .await?;
+        anyhow::Ok(())
+    };
+    assert!(
+        stranger.await.is_err(),
+        "a stranger's certificate must be refused"
+    );
+
+    // None of it reached the ledger.
+    let before = ledger(&b).await.len();
+    assert_eq!(before, 0);
+
+    // Record by record: each rejected with its code, and recorded.
+    let forged_key = Signer::generate("acme/alice", &mut rand::rngs::OsRng).unwrap();
+    let unknown_key = signing::sign_record(
+        &forged_key,
+        &request("acme", "alice", "r-2", party("globex", "bob")),
+    );
+    let mut bad_sig = signing::sign_record(
+        &alice,
+        &request("acme", "alice", "r-3", party("globex", "bob")),
+    );
+    let mut s = bad_sig.signatures[0].signature.to_vec();
+    s[5] ^= 0x40;
+    bad_sig.signatures[0].signature = s.into();
+    let unauthorized = signing::sign_record(
+        &alice,
+        &request("initech", "eve", "r-4", party("globex", "bob")),
+    );
+    let own_org = signing::sign_record(
+        &alice,
+        &request("globex", "bob", "r-5", party("globex", "bob")),
+    );
+    let malformed = SignedRecord {
+        payload: vec![0xff, 0xff, 0x01].into(),
+        payload_type: RECORD_PAYLOAD_TYPE.into(),
+        signatures: alice_sig(&alice),
+    };
+    let records = vec![
+        unknown_key.clone(),
+        bad_sig.clone(),
+        unauthorized.clone(),
+        own_org.clone(),
+        malformed.clone(),
+        good.clone(),
+    ];
+    let receipts = as_a
+        .deliver(as_a.envelope("globex", records.clone(), 6))
+        .await
+        .unwrap();
+    let got: Vec<String> = receipts[1..].iter().map(outcome).collect();
+    assert_eq!(
+        got,
+        [
+            r#"["rejected", "unknown_key"]"#,
+            r#"["rejected", "bad_signature"]"#,
+            r#"["rejected", "unauthorized_author"]"#,
+            r#"["rejected", "unauthorized_author"]"#,
+            r#"["rejected", "malformed"]"#,
+            "admitted",
+        ]
+    );
+    let mut wc = work(&b).await;
+    for (r, s) in records.iter().zip(&receipts[1..]) {
+        let rc = receipt(s);
+        assert_eq!(rc.record_id.as_ref(), id_of(r));
+        // The decision is recorded: a node-signed admission declaration in globex's ledger.
+        let e = wc
+            .get_record(work::GetRecordRequest {
+                record_id: rc.admission_record_id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .entry
+            .unwrap();
+        let rec = Record::decode(e.record.unwrap().payload.as_ref()).unwrap();
+        let Some(Operation::Admission(adm)) = rec.operation else {
+            panic!("not an admission declaration")
+        };
+        assert_eq!(
+            (adm.record_id.as_ref(), adm.code.as_str(), adm.peer.as_str()),
+            (id_of(r).as_slice(), rc.code.as_str(), "acme")
+        );
+        assert_eq!(rec.author.unwrap().name, "work-service");
+    }
+    // Rejected records have no local effect: they are not in the ledger; the good one is.
+    for r in &records[..5] {
+        let e = wc
+            .get_record(work::GetRecordRequest {
+                record_id: id_of(r).to_vec().into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::NotFound);
+    }
+    wc.get_record(work::GetRecordRequest {
+        record_id: id_of(&good).to_vec().into(),
+    })
+    .await
+    .unwrap();
+
+    // The refusals are kept, with their codes, for the operator.
+    let refusals = b
+        .admin()
+        .await
+        .unwrap()
+        .list_refusals(b.admin_request(admin::ListRefusalsRequest { limit: 0 }))
+        .await
+        .unwrap()
+        .into_inner()
+        .refusals;
+    let codes: Vec<&str> = refusals.iter().map(|r| r.code.as_str()).collect();
+    for want in [
+        "unknown_key",
+        "bad_signature",
+        "unknown_peer",
+        "wrong_tls_identity",
+    ] {
+        assert!(codes.contains(&want), "{want} not in {codes:?}");
+    }
+    let (code, out, err) =
+        accordctl(&[admin_args(&b), vec!["--json".into(), "refusals".into()]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("wrong_tls_identity"), "{out}");
+}
+
+fn alice_sig(alice: &Signer) -> Vec<accord_proto::pb::record::v1::Signature> {
+    vec![signing::sign(
+        alice,
+        RECORD_PAYLOAD_TYPE,
+        &[0xff, 0xff, 0x01],
+    )]
+}
