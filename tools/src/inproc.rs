@@ -29,17 +29,22 @@ impl InProcNode {
         parties: &[&str],
         edit: impl FnOnce(&mut String),
     ) -> Result<InProcNode> {
+        init_node(root, name, parties)?;
+        Self::start_initialised(root, name, edit).await
+    }
+
+    /// Starts a node already initialised under `root/name` (see [`init_node`]).
+    pub async fn start_initialised(
+        root: &std::path::Path,
+        name: &str,
+        edit: impl FnOnce(&mut String),
+    ) -> Result<InProcNode> {
         let dir = root.join(name);
-        let made = accord_node::init::init(&accord_node::init::InitOptions {
-            dir: dir.clone(),
-            name: name.into(),
-            parties: parties.iter().map(|p| p.to_string()).collect(),
-            listen: "127.0.0.1:0".into(),
-        })?;
-        let mut text = std::fs::read_to_string(&made.config)?;
+        let cfg = dir.join("accord.toml");
+        let mut text = std::fs::read_to_string(&cfg)?;
         edit(&mut text);
-        std::fs::write(&made.config, &text)?;
-        let config = Config::load(&made.config).map_err(|e| anyhow::anyhow!("{e}"))?;
+        std::fs::write(&cfg, &text)?;
+        let config = Config::load(&cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
         let listener = tokio::net::TcpListener::bind(config.listen).await?;
         let addr = listener.local_addr()?;
         let shutdown = CancellationToken::new();
@@ -81,4 +86,92 @@ impl Drop for InProcNode {
     fn drop(&mut self) {
         self.shutdown.cancel();
     }
+}
+
+/// A witness running inside this process (`accord-witness init` + `run` on 127.0.0.1:0).
+pub struct InProcWitness {
+    /// The witness directory.
+    pub dir: PathBuf,
+    /// gRPC address.
+    pub grpc: SocketAddr,
+    /// Its cosigner vkey.
+    pub vkey: String,
+    shutdown: CancellationToken,
+    task: Option<tokio::task::JoinHandle<Result<(), accord_witness::Error>>>,
+}
+
+impl InProcWitness {
+    /// Creates a witness `name` under `root` that witnesses the log `origin` (key `log_vkey`).
+    pub async fn start(
+        root: &std::path::Path,
+        name: &str,
+        origin: &str,
+        log_vkey: &str,
+    ) -> Result<InProcWitness> {
+        let dir = root.join(format!("witness-{name}"));
+        let made = accord_witness::init::init(&accord_witness::init::InitOptions {
+            dir: dir.clone(),
+            name: name.into(),
+            sans: Vec::new(),
+            grpc_listen: "127.0.0.1:0".into(),
+            http_listen: "127.0.0.1:0".into(),
+        })?;
+        let mut text = std::fs::read_to_string(&made.config_path)?;
+        text.push_str(&format!(
+            "\n[[logs]]\norigin = \"{origin}\"\nvkeys = [\"{log_vkey}\"]\n"
+        ));
+        std::fs::write(&made.config_path, text)?;
+        let config = accord_witness::Config::load(&made.config_path)?;
+        let listeners = accord_witness::Listeners::bind(&config).await?;
+        let grpc = listeners.grpc_addr()?;
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(accord_witness::run(config, listeners, shutdown.clone()));
+        Ok(InProcWitness {
+            dir,
+            grpc,
+            vkey: made.vkey,
+            shutdown,
+            task: Some(task),
+        })
+    }
+
+    /// The `[[witnesses.list]]` entry that puts this witness in a node's policy.
+    pub fn node_config_entry(&self) -> String {
+        format!(
+            "\n[[witnesses.list]]\nvkey = \"{}\"\nendpoint = \"https://{}\"\nca = \"{}\"\n",
+            self.vkey,
+            self.grpc,
+            self.dir.join("tls/ca.pem").display()
+        )
+    }
+
+    /// Stops the witness and waits for it.
+    pub async fn stop(mut self) -> Result<()> {
+        self.shutdown.cancel();
+        if let Some(t) = self.task.take() {
+            t.await?.map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for InProcWitness {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// The node's vkey and origin after `init` (to hand to witnesses before the node starts).
+pub fn init_node(
+    root: &std::path::Path,
+    name: &str,
+    parties: &[&str],
+) -> Result<(PathBuf, String)> {
+    let made = accord_node::init::init(&accord_node::init::InitOptions {
+        dir: root.join(name),
+        name: name.into(),
+        parties: parties.iter().map(|p| p.to_string()).collect(),
+        listen: "127.0.0.1:0".into(),
+    })?;
+    Ok((made.config, made.vkey))
 }

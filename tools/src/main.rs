@@ -5,6 +5,7 @@ mod admin;
 mod bench;
 mod bench_federation;
 mod bench_log;
+mod bench_witness;
 mod demo;
 mod inproc;
 mod offline;
@@ -43,6 +44,8 @@ enum BenchCmd {
     Append(bench::AppendArgs),
     /// Merkle proof time at several tree sizes, and checkpoint signing cost.
     Log(bench_log::LogArgs),
+    /// Witness add-checkpoint per second, and recorded → witnessed time.
+    Witness(bench_witness::WitnessArgs),
     /// Records per second federated A→B end to end, and submit→admitted latency.
     Federation(bench_federation::FederationArgs),
 }
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
             Cmd::Demo => demo::run().await,
             Cmd::Bench(BenchCmd::Append(a)) => bench::append(a).await,
             Cmd::Bench(BenchCmd::Log(a)) => bench_log::run(a).await,
+            Cmd::Bench(BenchCmd::Witness(a)) => bench_witness::run(a).await,
             Cmd::Bench(BenchCmd::Federation(a)) => bench_federation::run(a).await,
             Cmd::Admin(a) => admin::run(a).await,
             Cmd::Receipt(receipt::ReceiptCmd::Fetch(a)) => receipt::fetch(a).await,

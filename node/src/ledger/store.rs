@@ -45,14 +45,19 @@ impl std::fmt::Debug for Store {
     }
 }
 
-fn cf_options(bloom: bool) -> Options {
+fn cf_options(name: &str, cache: &rocksdb::Cache) -> Options {
     let mut o = Options::default();
     o.set_compression_type(DBCompressionType::None);
-    if bloom {
-        let mut b = BlockBasedOptions::default();
+    let mut b = BlockBasedOptions::default();
+    b.set_block_cache(cache);
+    // Point lookups dominate `ids` (dedup) and `tree` (every proof is O(log n) gets): bloom
+    // filters, and index and filter blocks kept in the cache.
+    if matches!(name, "ids" | "tree") {
         b.set_bloom_filter(10.0, false);
-        o.set_block_based_table_factory(&b);
+        b.set_cache_index_and_filter_blocks(true);
+        b.set_pin_l0_filter_and_index_blocks_in_cache(true);
     }
+    o.set_block_based_table_factory(&b);
     o
 }
 
@@ -74,9 +79,10 @@ impl Store {
         opts.create_missing_column_families(true);
         opts.set_compression_type(DBCompressionType::None);
         opts.increase_parallelism(2);
+        let cache = rocksdb::Cache::new_lru_cache(256 << 20);
         let cfs = CFS
             .iter()
-            .map(|n| ColumnFamilyDescriptor::new(*n, cf_options(*n == "ids")));
+            .map(|n| ColumnFamilyDescriptor::new(*n, cf_options(n, &cache)));
         let db = DB::open_cf_descriptors(&opts, dir, cfs).map_err(storage)?;
         Ok(Store { db })
     }

@@ -186,7 +186,16 @@ impl<M: Machine> Writer<M> {
         if !batch.is_empty() {
             let mut wo = WriteOptions::default();
             wo.set_sync(true);
-            if let Err(e) = self.store.db().write_opt(batch, &wo) {
+            let started = std::time::Instant::now();
+            let records = batch.len();
+            let written = self.store.db().write_opt(batch, &wo);
+            tracing::trace!(
+                records,
+                jobs = replies.len(),
+                write_us = started.elapsed().as_micros() as u64,
+                "group commit"
+            );
+            if let Err(e) = written {
                 for (reply, _) in replies {
                     let _ = reply.send(Err(Error::LedgerStopped));
                 }
