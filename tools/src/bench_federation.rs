@@ -66,10 +66,10 @@ fn record(i: usize, size: usize) -> Record {
         ..Default::default()
     };
     let base = r.encoded_len();
-    if let Some(Operation::Request(q)) = &mut r.operation {
-        if let Some(t) = &mut q.terms {
-            t.description = "x".repeat(size.saturating_sub(base + 3));
-        }
+    if let Some(Operation::Request(q)) = &mut r.operation
+        && let Some(t) = &mut q.terms
+    {
+        t.description = "x".repeat(size.saturating_sub(base + 3));
     }
     r
 }
@@ -158,7 +158,7 @@ pub async fn run(a: FederationArgs) -> Result<()> {
     let alice: Signer = na.party("alice")?;
     let mut admin_a = AdminServiceClient::new(na.channel().await?);
     let mut admin_b = AdminServiceClient::new(nb.channel().await?);
-    let chans = vec![
+    let chans = [
         na.channel().await?,
         na.channel().await?,
         na.channel().await?,
@@ -254,14 +254,12 @@ pub async fn run(a: FederationArgs) -> Result<()> {
                         operation: Some(Operation::Admission(adm)),
                         ..
                     }) = Record::decode(signed.payload.as_ref())
-                    {
-                        if let Some(t0) = sent
+                        && let Some(t0) = sent
                             .lock()
                             .ok()
                             .and_then(|m| m.get(adm.record_id.as_ref()).copied())
-                        {
-                            h.record(t0.elapsed().as_micros() as u64).ok();
-                        }
+                    {
+                        h.record(t0.elapsed().as_micros() as u64).ok();
                     }
                 }
                 tokio::time::sleep(Duration::from_millis(1)).await;

@@ -113,13 +113,10 @@ pub fn verify(a: VerifyArgs) -> ExitCode {
         Err(e) => return invalid(e),
     };
     let r = &v.receipt;
-    if let Some(want) = &a.record {
-        if hex::encode(&r.record_id) != want.to_lowercase() {
-            return invalid(format!(
-                "the receipt is about record {}, not {want}",
-                hex::encode(&r.record_id)
-            ));
-        }
+    if let Some(want) = &a.record
+        && hex::encode(&r.record_id) != want.to_lowercase()
+    {
+        return invalid(format!("the receipt is about record {}, not {want}", hex::encode(&r.record_id)));
     }
     let Some(decision) = &v.decision else {
         return invalid("an envelope receipt, not an admission receipt".into());

@@ -70,13 +70,11 @@ pub fn write(store: &Store, batch: WriteBatch, sync: bool) -> Result<(), Error> 
         .map_err(|e| Error::Storage(e.into_string()))
 }
 
+/// A key and its value.
+pub type Kv = (Vec<u8>, Vec<u8>);
+
 /// Every (key, value) under `prefix`, in key order, at most `limit`.
-pub fn scan(
-    store: &Store,
-    cf: &str,
-    prefix: &[u8],
-    limit: usize,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+pub fn scan(store: &Store, cf: &str, prefix: &[u8], limit: usize) -> Result<Vec<Kv>, Error> {
     let mut it = store.db().raw_iterator_cf(store.cf(cf)?);
     it.seek(prefix);
     let mut out = Vec::new();

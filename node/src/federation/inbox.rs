@@ -196,6 +196,7 @@ pub(crate) fn check(
 
 /// Builds a node-signed admission declaration about `record_id` (seed 000, "Federation
 /// admission": "Linked to a local Work through an admission Declaration").
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn admission_record(
     node: &Node,
     author: &str,
@@ -405,13 +406,19 @@ pub async fn deliver(
                 });
             }
             Ok(c) => {
-                let here = quarantined_here.get(&c.record.commitment_id).map(Vec::as_slice).unwrap_or(&[]);
+                let here = quarantined_here
+                    .get(&c.record.commitment_id)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]);
                 let missing = quarantine::missing(node, &c, &coming, None, here)?;
                 if missing.is_empty() {
                     coming.insert(id);
                     work.push(Work::Kernel { c });
                 } else {
-                    quarantined_here.entry(c.record.commitment_id.clone()).or_default().push((id, missing.clone()));
+                    quarantined_here
+                        .entry(c.record.commitment_id.clone())
+                        .or_default()
+                        .push((id, missing.clone()));
                     work.push(Work::Quarantine { c, missing });
                 }
             }

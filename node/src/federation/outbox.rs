@@ -129,10 +129,10 @@ impl Outbox {
 
     /// After removing `n` items of `peer`.
     pub fn removed(&self, peer: &str, n: u64) {
-        if let Ok(mut qs) = self.queues.lock() {
-            if let Some(q) = qs.get_mut(peer) {
-                q.depth = q.depth.saturating_sub(n);
-            }
+        if let Ok(mut qs) = self.queues.lock()
+            && let Some(q) = qs.get_mut(peer)
+        {
+            q.depth = q.depth.saturating_sub(n);
         }
     }
 
@@ -168,10 +168,10 @@ impl Outbox {
         let mut batch = WriteBatch::default();
         batch.delete_range_cf(self.store.cf(CF)?, &p, &end);
         db::write(&self.store, batch, true)?;
-        if let Ok(mut qs) = self.queues.lock() {
-            if let Some(q) = qs.get_mut(peer) {
-                q.depth = 0;
-            }
+        if let Ok(mut qs) = self.queues.lock()
+            && let Some(q) = qs.get_mut(peer)
+        {
+            q.depth = 0;
         }
         Ok(())
     }

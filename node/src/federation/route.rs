@@ -107,11 +107,11 @@ pub fn destinations(node: &Node, entry: &LedgerEntry) -> Vec<String> {
         return Vec::new();
     }
     let mut orgs = BTreeSet::new();
-    if let Ok(p) = node.projection.read() {
-        if let Some(c) = p.get(&r.commitment_id) {
-            for party in c.parties().into_iter().chain(c.candidate_obligors()) {
-                orgs.insert(party.organisation);
-            }
+    if let Ok(p) = node.projection.read()
+        && let Some(c) = p.get(&r.commitment_id)
+    {
+        for party in c.parties().into_iter().chain(c.candidate_obligors()) {
+            orgs.insert(party.organisation);
         }
     }
     let mut named = Vec::new();
@@ -124,13 +124,12 @@ pub fn destinations(node: &Node, entry: &LedgerEntry) -> Vec<String> {
         .collect()
 }
 
+/// The new cursor, the items queued per peer, and the quarantined records to wake.
+type Routed = (u64, BTreeMap<String, u64>, Vec<RecordId>);
+
 /// Routes `[from, to)`; returns the new cursor and, per peer, how many items were queued, and
 /// the quarantined records to wake.
-fn step(
-    node: &Node,
-    from: u64,
-    to: u64,
-) -> Result<(u64, BTreeMap<String, u64>, Vec<RecordId>), Error> {
+fn step(node: &Node, from: u64, to: u64) -> Result<Routed, Error> {
     let store = node.ledger.store();
     let entries = store.range(from, ((to - from) as usize).min(STEP))?;
     let Some(last) = entries.last() else {

@@ -485,10 +485,10 @@ pub async fn run(node: Arc<Node>, shutdown: CancellationToken) {
             keep
         });
         for name in wanted {
-            if !tasks.contains_key(&name) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = tasks.entry(name.clone()) {
                 let tok = shutdown.child_token();
-                let h = tokio::spawn(run_peer(node.clone(), name.clone(), tok.clone()));
-                tasks.insert(name, (tok, h));
+                let h = tokio::spawn(run_peer(node.clone(), name, tok.clone()));
+                slot.insert((tok, h));
             }
         }
         tokio::select! {
