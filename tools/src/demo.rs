@@ -1,9 +1,11 @@
-//! `accordctl demo`: Accord's main job on one machine. Starts a node in a temporary directory on
-//! 127.0.0.1:0, runs a commitment's lifecycle between two of its parties (request → promise →
-//! state → accept), shows an invalid operation being rejected and recorded, and prints every
-//! record with its outcome and durability as the checkpointer and witnesses advance it.
+//! `accordctl demo`: Accord's main job on one machine. Two organisations' nodes (acme, globex)
+//! and two independent witnesses run in this process on 127.0.0.1:0, in a temporary directory.
+//! A commitment crosses the organisations — alice@acme requests, bob@globex promises and states,
+//! alice accepts — and every record is printed with its outcome and its durability as it advances:
+//! recorded → included → witnessed on its author's node, federated → admitted at the peer. An
+//! invalid operation is rejected and recorded; both nodes derive the same state.
 
-use crate::inproc::InProcNode;
+use crate::inproc::{InProcNode, InProcWitness, add_peer, init_node};
 use accord_proto::note::Signer;
 use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
 use accord_proto::pb::work::v1::{self as work, work_service_client::WorkServiceClient};
@@ -19,22 +21,29 @@ fn party(org: &str, name: &str) -> Option<PartyRef> {
     })
 }
 
-fn rec(author: &str, commitment: &str, op: Operation) -> Record {
+fn rec(org: &str, author: &str, op: Operation) -> Record {
     Record {
-        author: party("acme", author),
+        author: party(org, author),
         declared_at_unix_ms: accord_node::clock::now_ms(),
-        commitment_id: commitment.into(),
+        commitment_id: "report-q3".into(),
         operation: Some(op),
         ..Default::default()
     }
 }
 
+struct Submitted {
+    node: &'static str,
+    op: &'static str,
+    id: Vec<u8>,
+}
+
 async fn submit(
     c: &mut WorkServiceClient<Channel>,
+    node: &'static str,
     who: &Signer,
     r: Record,
-) -> Result<work::SubmitResponse> {
-    let op = r.operation.as_ref().map(op_name).unwrap_or("?");
+    op: &'static str,
+) -> Result<Submitted> {
     let author = r.author.clone().unwrap_or_default();
     let resp = c
         .submit(work::SubmitRequest {
@@ -44,56 +53,95 @@ async fn submit(
         .into_inner();
     let o = resp.outcome.clone().unwrap_or_default();
     println!(
-        "  #{:<3} {:<18} by {}/{:<6} {}  {}",
+        "  {node:<7} #{:<3} {op:<8} by {}/{:<6} {}  {}",
         resp.sequence,
-        op,
         author.organisation,
         author.name,
         hex::encode(&resp.record_id[..6]),
         if o.applied {
-            "applied".to_string()
+            "recorded, applied".to_string()
         } else {
-            format!("REJECTED ({}: {})", o.rejection_code, o.rejection_detail)
+            format!("recorded, REJECTED ({})", o.rejection_code)
         }
     );
-    Ok(resp)
+    Ok(Submitted {
+        node,
+        op,
+        id: resp.record_id.to_vec(),
+    })
 }
 
-fn op_name(op: &Operation) -> &'static str {
-    match op {
-        Operation::Request(_) => "request",
-        Operation::Promise(_) => "promise",
-        Operation::State(_) => "state",
-        Operation::Accept(_) => "accept",
-        Operation::Reject(_) => "reject",
-        Operation::Counter(_) => "counter",
-        Operation::AcceptCounter(_) => "accept_counter",
-        _ => "operation",
+async fn durability(
+    c: &mut WorkServiceClient<Channel>,
+    id: &[u8],
+) -> Result<work::GetDurabilityResponse> {
+    Ok(c.get_durability(work::GetDurabilityRequest {
+        record_id: id.to_vec().into(),
+    })
+    .await?
+    .into_inner())
+}
+
+fn label(d: work::Durability) -> &'static str {
+    use work::Durability as D;
+    match d {
+        D::Recorded => "recorded",
+        D::Included => "included",
+        D::Witnessed => "witnessed",
+        D::Federated => "federated",
+        D::Admitted => "admitted",
+        D::Quarantined => "quarantined",
+        D::Rejected => "rejected",
+        D::ActedUpon => "acted upon",
+        _ => "received",
     }
 }
 
 /// Runs the demo.
 pub async fn run() -> Result<()> {
     let tmp = tempfile::tempdir()?;
+    let root = tmp.path();
     println!(
-        "Accord demo — everything runs on this machine, in {}",
-        tmp.path().display()
+        "Accord demo — two organisations and two witnesses on this machine, in {}\n",
+        root.display()
     );
-    let node = InProcNode::start(tmp.path(), "acme", &["alice", "bob"], |t| {
-        *t = t.replace(
-            "checkpoint_interval_ms = 1000",
-            "checkpoint_interval_ms = 200",
-        );
-    })
-    .await?;
-    println!("node acme serving gRPC over TLS on {}", node.addr);
-    let (alice, bob) = (node.party("alice")?, node.party("bob")?);
-    let mut c = WorkServiceClient::new(node.channel().await?);
+    let (_, acme_key) = init_node(root, "acme", &["alice"])?;
+    let (_, globex_key) = init_node(root, "globex", &["bob"])?;
+    let logs = [
+        ("acme.accord/log", acme_key.as_str()),
+        ("globex.accord/log", globex_key.as_str()),
+    ];
+    let w1 = InProcWitness::start_for(root, "witness-one.example", &logs).await?;
+    let w2 = InProcWitness::start_for(root, "witness-two.example", &logs).await?;
+    let entries = format!("{}{}", w1.node_config_entry(), w2.node_config_entry());
+    let tune = |t: &mut String| {
+        *t = t
+            .replace(
+                "checkpoint_interval_ms = 1000",
+                "checkpoint_interval_ms = 250",
+            )
+            .replace("k = 0", "k = 2");
+        t.push_str(&entries);
+    };
+    let acme = InProcNode::start_initialised(root, "acme", tune).await?;
+    let globex = InProcNode::start_initialised(root, "globex", tune).await?;
+    println!(
+        "witnesses on {} and {} co-sign both logs (policy: K = 2 of 2)",
+        w1.grpc, w2.grpc
+    );
+    println!("node acme   on {} (gRPC over TLS)", acme.addr);
+    println!("node globex on {} (gRPC over TLS)", globex.addr);
+    let mut ca = WorkServiceClient::new(acme.channel().await?);
+    let mut cg = WorkServiceClient::new(globex.channel().await?);
+    add_peer(&acme, &globex, &["bob"]).await?;
+    add_peer(&globex, &acme, &["alice"]).await?;
+    println!("the nodes are peers (mutual TLS; each knows the other's keys)\n");
 
-    println!("\nalice asks bob for a commitment; bob promises, states fulfilment, alice accepts:");
+    let (alice, bob) = (acme.party("alice")?, globex.party("bob")?);
     let mut ids = Vec::new();
+    println!("alice@acme asks bob@globex for the Q3 report:");
     let req = rec::Request {
-        candidate: party("acme", "bob"),
+        candidate: party("globex", "bob"),
         terms: Some(rec::Terms {
             title: "Quarterly report".into(),
             description: "Draft and deliver".into(),
@@ -103,119 +151,178 @@ pub async fn run() -> Result<()> {
     };
     ids.push(
         submit(
-            &mut c,
+            &mut ca,
+            "acme",
             &alice,
-            rec("alice", "report-q3", Operation::Request(req)),
+            rec("acme", "alice", Operation::Request(req)),
+            "request",
         )
         .await?,
     );
+    // bob's node must know the commitment before bob can promise: wait for the request's admission.
+    wait_for(&mut ca, &ids[0].id, work::Durability::Admitted).await?;
+    println!("\nbob@globex promises, on his own node:");
     ids.push(
         submit(
-            &mut c,
+            &mut cg,
+            "globex",
             &bob,
-            rec("bob", "report-q3", Operation::Promise(rec::Promise {})),
+            rec("globex", "bob", Operation::Promise(rec::Promise {})),
+            "promise",
         )
         .await?,
     );
+    wait_for(&mut cg, &ids[1].id, work::Durability::Admitted).await?;
     println!(
         "\nan invalid operation — alice tries to state fulfilment of bob's promise — is rejected and recorded:"
     );
-    ids.push(
-        submit(
-            &mut c,
-            &alice,
-            rec(
-                "alice",
-                "report-q3",
-                Operation::State(rec::State {
-                    fulfillment_refs: vec!["doc://x".into()],
-                }),
-            ),
-        )
-        .await?,
+    let bad = rec(
+        "acme",
+        "alice",
+        Operation::State(rec::State {
+            fulfillment_refs: vec!["doc://x".into()],
+        }),
     );
-    println!();
-    ids.push(
-        submit(
-            &mut c,
-            &bob,
-            rec(
-                "bob",
-                "report-q3",
-                Operation::State(rec::State {
-                    fulfillment_refs: vec!["doc://report-q3.pdf".into()],
-                }),
-            ),
-        )
-        .await?,
+    submit(&mut ca, "acme", &alice, bad, "state").await?;
+    println!("\nbob states fulfilment; alice accepts:");
+    let stated = rec(
+        "globex",
+        "bob",
+        Operation::State(rec::State {
+            fulfillment_refs: vec!["doc://report-q3.pdf".into()],
+        }),
     );
+    ids.push(submit(&mut cg, "globex", &bob, stated, "state").await?);
+    wait_for(&mut cg, &ids[2].id, work::Durability::Admitted).await?;
     ids.push(
         submit(
-            &mut c,
+            &mut ca,
+            "acme",
             &alice,
-            rec(
-                "alice",
-                "report-q3",
-                Operation::Accept(rec::Accept::default()),
-            ),
+            rec("acme", "alice", Operation::Accept(rec::Accept::default())),
+            "accept",
         )
         .await?,
     );
 
-    let view = c
+    println!(
+        "\ndurability of each record on its author's node, once its checkpoint is co-signed by both witnesses:"
+    );
+    wait_for(&mut ca, &ids[3].id, work::Durability::Admitted).await?;
+    for s in &ids {
+        let c = if s.node == "acme" { &mut ca } else { &mut cg };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let d = loop {
+            let d = durability(c, &s.id).await?;
+            let cosigned = d.checkpoint.contains("witness-one.example")
+                && d.checkpoint.contains("witness-two.example");
+            if cosigned || tokio::time::Instant::now() > deadline {
+                break d;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let peers: Vec<String> = d
+            .peers
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} at {}{}",
+                    label(p.durability()),
+                    p.peer,
+                    if p.code.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", p.code)
+                    }
+                )
+            })
+            .collect();
+        let local = if d.checkpoint.is_empty() {
+            "recorded".to_string()
+        } else {
+            let w = if d.checkpoint.matches('\u{2014}').count() >= 3 {
+                "witnessed"
+            } else {
+                "included"
+            };
+            format!(
+                "{w} (cosigned checkpoint + {}-hash inclusion proof)",
+                d.inclusion_proof.len()
+            )
+        };
+        println!(
+            "  {:<7} {:<8} {}  local: {local}; peer: {}",
+            s.node,
+            s.op,
+            hex::encode(&s.id[..6]),
+            peers.join(", ")
+        );
+    }
+
+    let va = ca
         .get_commitment(work::GetCommitmentRequest {
             commitment_id: "report-q3".into(),
         })
         .await?
         .into_inner();
+    let vg = cg
+        .get_commitment(work::GetCommitmentRequest {
+            commitment_id: "report-q3".into(),
+        })
+        .await?
+        .into_inner();
+    println!("\ncommitment report-q3 as each node derives it from the same records:");
     println!(
-        "\ncommitment report-q3: state {} (terminal: {}), category {}",
-        view.state, view.terminal, view.category
+        "  acme:   state {} (terminal {}), category {}",
+        va.state, va.terminal, va.category
     );
-    for h in &view.history {
-        let o = h.outcome.clone().unwrap_or_default();
-        println!(
-            "  history #{:<3} {:<14} {}",
-            h.sequence,
-            h.operation,
-            if o.applied { "applied" } else { "rejected" }
-        );
-    }
+    println!(
+        "  globex: state {} (terminal {}), category {}",
+        vg.state, vg.terminal, vg.category
+    );
 
-    println!("\ndurability as the checkpointer signs the Merkle log:");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let d = c
-            .get_durability(work::GetDurabilityRequest {
-                record_id: ids[4].record_id.clone(),
-            })
-            .await?
-            .into_inner();
-        if d.durability() >= work::Durability::Included || tokio::time::Instant::now() > deadline {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    for r in &ids {
-        let d = c
-            .get_durability(work::GetDurabilityRequest {
-                record_id: r.record_id.clone(),
-            })
-            .await?
-            .into_inner();
-        println!(
-            "  #{:<3} {}  {:?}{}",
-            d.sequence,
-            hex::encode(&r.record_id[..6]),
-            d.durability(),
-            if d.inclusion_proof.is_empty() && d.checkpoint.is_empty() {
-                String::new()
-            } else {
-                format!(" (inclusion proof: {} hashes)", d.inclusion_proof.len())
-            }
-        );
-    }
-    node.stop().await?;
-    println!("\nnode stopped cleanly; the temporary directory is removed.");
+    globex.stop().await?;
+    acme.stop().await?;
+    w1.stop().await?;
+    w2.stop().await?;
+    println!("\nnodes and witnesses stopped cleanly; the temporary directory is removed.");
     Ok(())
+}
+
+/// Waits (bounded) until the record's durability reaches `want` (on its own axis), printing the
+/// steps it passes through.
+async fn wait_for(
+    c: &mut WorkServiceClient<Channel>,
+    id: &[u8],
+    want: work::Durability,
+) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut seen = Vec::new();
+    loop {
+        let d = durability(c, id).await?;
+        let mut now = vec![label(d.durability())];
+        now.extend(d.peers.iter().map(|p| label(p.durability())));
+        for l in now {
+            if !seen.contains(&l) {
+                seen.push(l);
+            }
+        }
+        if d.durability() == want || d.peers.iter().any(|p| p.durability() == want) {
+            println!(
+                "           {} → {}",
+                hex::encode(&id[..6]),
+                seen.join(" → ")
+            );
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!(
+                "record {} did not reach {:?} in 30 s (got {:?})",
+                hex::encode(id),
+                want,
+                seen
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -108,6 +108,15 @@ impl InProcWitness {
         origin: &str,
         log_vkey: &str,
     ) -> Result<InProcWitness> {
+        Self::start_for(root, name, &[(origin, log_vkey)]).await
+    }
+
+    /// Creates a witness `name` under `root` for several logs (origin, log vkey).
+    pub async fn start_for(
+        root: &std::path::Path,
+        name: &str,
+        logs: &[(&str, &str)],
+    ) -> Result<InProcWitness> {
         let dir = root.join(format!("witness-{name}"));
         let made = accord_witness::init::init(&accord_witness::init::InitOptions {
             dir: dir.clone(),
@@ -117,9 +126,11 @@ impl InProcWitness {
             http_listen: "127.0.0.1:0".into(),
         })?;
         let mut text = std::fs::read_to_string(&made.config_path)?;
-        text.push_str(&format!(
-            "\n[[logs]]\norigin = \"{origin}\"\nvkeys = [\"{log_vkey}\"]\n"
-        ));
+        for (origin, log_vkey) in logs {
+            text.push_str(&format!(
+                "\n[[logs]]\norigin = \"{origin}\"\nvkeys = [\"{log_vkey}\"]\n"
+            ));
+        }
         std::fs::write(&made.config_path, text)?;
         let config = accord_witness::Config::load(&made.config_path)?;
         let listeners = accord_witness::Listeners::bind(&config).await?;
@@ -174,4 +185,48 @@ pub fn init_node(
         listen: "127.0.0.1:0".into(),
     })?;
     Ok((made.config, made.vkey))
+}
+
+/// A request carrying the node's operator token (AdminService).
+pub fn admin_request<T>(node: &InProcNode, t: T) -> Result<tonic::Request<T>> {
+    let token = std::fs::read_to_string(node.dir.join("admin.token"))?;
+    let mut r = tonic::Request::new(t);
+    r.metadata_mut()
+        .insert("authorization", format!("Bearer {}", token.trim()).parse()?);
+    Ok(r)
+}
+
+/// Makes `other` a peer of `node` at runtime through AdminService: its endpoint, its node key and
+/// the keys of `parties`, and its CA (mutual TLS).
+pub async fn add_peer(node: &InProcNode, other: &InProcNode, parties: &[&str]) -> Result<()> {
+    use accord_proto::pb::admin::v1::{self as admin, admin_service_client::AdminServiceClient};
+    let mut keys = vec![
+        std::fs::read_to_string(other.dir.join("keys/node.vkey"))?
+            .trim()
+            .to_string(),
+    ];
+    for p in parties {
+        keys.push(other.party(p)?.verifier().to_vkey());
+    }
+    let peer = admin::Peer {
+        name: other.name.clone(),
+        endpoint: format!("https://{}", other.addr),
+        keys: keys
+            .into_iter()
+            .map(|vkey| admin::PeerKey {
+                vkey,
+                valid_until_unix_ms: 0,
+            })
+            .collect(),
+        tls_certificate_pem: std::fs::read_to_string(other.dir.join("tls/ca.pem"))?,
+        enabled: true,
+    };
+    AdminServiceClient::new(node.channel().await?)
+        .add_peer(admin_request(
+            node,
+            admin::AddPeerRequest { peer: Some(peer) },
+        )?)
+        .await
+        .map_err(|s| anyhow::anyhow!("AddPeer: {}", s.message()))?;
+    Ok(())
 }
