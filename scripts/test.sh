@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Runs every Accord test: unit, property and end-to-end (real node and witness processes on
 # ephemeral ports). One build profile (dev, with optimised dependencies) serves tests and demo.
+# The last line sums every test binary's result: "N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
 cargo build --workspace --bins --quiet
-cargo test --workspace "$@"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --workspace --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i == "passed;") p += $(i-1); if ($i == "failed;") f += $(i-1) } }
+     END { printf "%d passed, %d failed\n", p, f }' "$log"
+exit "$status"
