@@ -4,5 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
-cargo build --workspace --bins --quiet
-exec target/debug/accordctl demo "$@"
+exec cargo run --quiet -p accordctl -- demo "$@"
