@@ -138,7 +138,7 @@ pub async fn run(a: FederationArgs) -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let tune = |t: &mut String| {
         t.push_str(
-            "\n[federation]\nretry_base_ms = 20\nretry_max_ms = 500\nreceipt_poll_ms = 200\n",
+            "\n[federation]\nretry_base_ms = 20\nretry_max_ms = 500\nreceipt_poll_ms = 500\n",
         );
     };
     let na = InProcNode::start(tmp.path(), "acme", &["alice"], tune).await?;
@@ -262,7 +262,7 @@ pub async fn run(a: FederationArgs) -> Result<()> {
                         h.record(t0.elapsed().as_micros() as u64).ok();
                     }
                 }
-                tokio::time::sleep(Duration::from_millis(1)).await;
+                tokio::time::sleep(Duration::from_millis(5)).await;
             }
             anyhow::Ok(h)
         })

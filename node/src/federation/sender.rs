@@ -216,7 +216,10 @@ async fn send(
         .receipts
         .first()
         .ok_or_else(|| Fail::Other("no envelope receipt in the answer".into()))?;
-    let v = receipts::verify(first, &keys, &[])
+    let mut all = receipts::verify_many(&resp.receipts, &keys, &[]).into_iter();
+    let v = all
+        .next()
+        .unwrap_or_else(|| Err("missing".into()))
         .map_err(|e| Fail::Other(format!("envelope receipt: {e}")))?;
     let r = &v.receipt;
     if r.kind != ReceiptKind::EnvelopeRecorded as i32
@@ -230,8 +233,8 @@ async fn send(
     }
     let want: HashSet<RecordId> = ids.iter().copied().collect();
     let mut verified = Vec::new();
-    for (i, s) in resp.receipts.iter().enumerate().skip(1) {
-        match receipts::verify(s, &keys, &[]) {
+    for ((i, s), checked) in resp.receipts.iter().enumerate().skip(1).zip(all) {
+        match checked {
             Ok(v)
                 if v.decision.is_some()
                     && v.receipt.receiver == peer.name()
@@ -296,8 +299,9 @@ async fn poll(node: &Arc<Node>, peer: &Peer, ch: &Channel) -> Result<(), Fail> {
     let keys: Vec<Verifier> = peer.keys_at(crate::clock::now_ms()).cloned().collect();
     let want: HashSet<RecordId> = ids.into_iter().collect();
     let mut verified = Vec::new();
-    for s in resp.receipts {
-        match receipts::verify(&s, &keys, &[]) {
+    let checked = receipts::verify_many(&resp.receipts, &keys, &[]);
+    for (s, checked) in resp.receipts.into_iter().zip(checked) {
+        match checked {
             Ok(v)
                 if v.receipt.receiver == peer.name()
                     && v.receipt.sender == node.name()
