@@ -15,19 +15,37 @@ async fn receiver_killed_mid_stream_loses_nothing_it_acknowledged() {
     let small_batches = |t: &mut String, _: &std::path::Path| {
         t.push_str("\n[federation]\nbatch_size = 4\nretry_base_ms = 50\nretry_max_ms = 500\nreceipt_poll_ms = 200\n");
     };
-    let a = TestNode::builder("acme").party("alice").config(small_batches).start().await.unwrap();
-    let mut b = TestNode::builder("globex").party("bob").config(fast).start().await.unwrap();
+    let a = TestNode::builder("acme")
+        .party("alice")
+        .config(small_batches)
+        .start()
+        .await
+        .unwrap();
+    let mut b = TestNode::builder("globex")
+        .party("bob")
+        .config(fast)
+        .start()
+        .await
+        .unwrap();
     accord_tests::federate(&a, &b).await.unwrap();
 
     // 200 records submitted at acme as fast as it takes them.
     let alice = signer(&a, "alice");
-    let signed: Vec<_> =
-        (0..200).map(|i| signing::sign_record(&alice, &request("acme", "alice", &format!("k-{i}"), party("globex", "bob")))).collect();
+    let signed: Vec<_> = (0..200)
+        .map(|i| {
+            signing::sign_record(
+                &alice,
+                &request("acme", "alice", &format!("k-{i}"), party("globex", "bob")),
+            )
+        })
+        .collect();
     let ids: Vec<[u8; 32]> = signed.iter().map(id_of).collect();
     let mut wc = work(&a).await;
     let submitter = tokio::spawn(async move {
         for s in signed {
-            wc.submit(work::SubmitRequest { record: Some(s) }).await.unwrap();
+            wc.submit(work::SubmitRequest { record: Some(s) })
+                .await
+                .unwrap();
         }
     });
 
@@ -46,7 +64,12 @@ async fn receiver_killed_mid_stream_loses_nothing_it_acknowledged() {
     // What globex acknowledged before it died: every record acme holds a receipt for.
     let mut acknowledged = Vec::new();
     for id in &ids {
-        if durability(&a, id).await.peers.iter().any(|p| p.peer == "globex") {
+        if durability(&a, id)
+            .await
+            .peers
+            .iter()
+            .any(|p| p.peer == "globex")
+        {
             acknowledged.push(*id);
         }
     }
@@ -54,17 +77,29 @@ async fn receiver_killed_mid_stream_loses_nothing_it_acknowledged() {
     assert!(acknowledged.len() < ids.len(), "killed mid-stream");
     // Hold acme's deliveries back while globex restarts, to look at what it kept on its own.
     let mut aadm = a.admin().await.unwrap();
-    aadm.set_peer_enabled(a.admin_request(admin::SetPeerEnabledRequest { name: "globex".into(), enabled: false })).await.unwrap();
+    aadm.set_peer_enabled(a.admin_request(admin::SetPeerEnabledRequest {
+        name: "globex".into(),
+        enabled: false,
+    }))
+    .await
+    .unwrap();
     b.spawn().await.unwrap();
     let mut bw = work(&b).await;
     for id in &acknowledged {
-        bw.get_record(work::GetRecordRequest { record_id: id.to_vec().into() })
-            .await
-            .unwrap_or_else(|e| panic!("acknowledged record {} lost: {e}", hex::encode(id)));
+        bw.get_record(work::GetRecordRequest {
+            record_id: id.to_vec().into(),
+        })
+        .await
+        .unwrap_or_else(|e| panic!("acknowledged record {} lost: {e}", hex::encode(id)));
     }
 
     // acme's retries complete the rest.
-    aadm.set_peer_enabled(a.admin_request(admin::SetPeerEnabledRequest { name: "globex".into(), enabled: true })).await.unwrap();
+    aadm.set_peer_enabled(a.admin_request(admin::SetPeerEnabledRequest {
+        name: "globex".into(),
+        enabled: true,
+    }))
+    .await
+    .unwrap();
     for id in &ids {
         wait_peer_durability(&a, id, "globex", Durability::Admitted).await;
     }
@@ -74,9 +109,18 @@ async fn receiver_killed_mid_stream_loses_nothing_it_acknowledged() {
         *count.entry(e.record_id.to_vec()).or_default() += 1;
     }
     for id in &ids {
-        assert_eq!(count.get(id.as_slice()), Some(&1), "{} once in globex's ledger", hex::encode(id));
+        assert_eq!(
+            count.get(id.as_slice()),
+            Some(&1),
+            "{} once in globex's ledger",
+            hex::encode(id)
+        );
     }
     badm = b.admin().await.unwrap();
-    let q = badm.list_quarantine(b.admin_request(admin::ListQuarantineRequest {})).await.unwrap().into_inner();
+    let q = badm
+        .list_quarantine(b.admin_request(admin::ListQuarantineRequest {}))
+        .await
+        .unwrap()
+        .into_inner();
     assert!(q.records.is_empty());
 }

@@ -13,8 +13,18 @@ use std::collections::HashMap;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn peer_down_then_back_delivers_every_record_once_in_order() {
-    let a = TestNode::builder("acme").party("alice").config(fast).start().await.unwrap();
-    let mut b = TestNode::builder("globex").party("bob").config(fast).start().await.unwrap();
+    let a = TestNode::builder("acme")
+        .party("alice")
+        .config(fast)
+        .start()
+        .await
+        .unwrap();
+    let mut b = TestNode::builder("globex")
+        .party("bob")
+        .config(fast)
+        .start()
+        .await
+        .unwrap();
     accord_tests::federate(&a, &b).await.unwrap();
     assert!(b.terminate().unwrap(), "globex stops cleanly");
 
@@ -23,7 +33,12 @@ async fn peer_down_then_back_delivers_every_record_once_in_order() {
     let mut order: Vec<[u8; 32]> = Vec::new();
     for i in 0..5 {
         let c = format!("out-{i}");
-        let (r, _) = submit(&a, &alice, &request("acme", "alice", &c, party("globex", "bob"))).await;
+        let (r, _) = submit(
+            &a,
+            &alice,
+            &request("acme", "alice", &c, party("globex", "bob")),
+        )
+        .await;
         let (d, _) = submit(&a, &alice, &defer("acme", "alice", &c)).await;
         let (z, _) = submit(&a, &alice, &resume("acme", "alice", &c, d)).await;
         order.extend([r, d, z]);
@@ -33,7 +48,9 @@ async fn peer_down_then_back_delivers_every_record_once_in_order() {
     let mut adm = a.admin().await.unwrap();
     let h = accord_tests::eventually(WAIT, || {
         let mut adm = adm.clone();
-        let req = a.admin_request(admin::GetPeerHealthRequest { name: "globex".into() });
+        let req = a.admin_request(admin::GetPeerHealthRequest {
+            name: "globex".into(),
+        });
         async move {
             let h = adm.get_peer_health(req).await.ok()?.into_inner();
             (h.breaker == "open").then_some(h)
@@ -53,7 +70,13 @@ async fn peer_down_then_back_delivers_every_record_once_in_order() {
     for id in &order {
         wait_peer_durability(&a, id, "globex", Durability::Admitted).await;
     }
-    let h = adm.get_peer_health(a.admin_request(admin::GetPeerHealthRequest { name: "globex".into() })).await.unwrap().into_inner();
+    let h = adm
+        .get_peer_health(a.admin_request(admin::GetPeerHealthRequest {
+            name: "globex".into(),
+        }))
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!((h.queue_depth, h.breaker.as_str()), (0, "closed"));
 
     // Exactly once each, and in acme's order within each commitment.
@@ -64,7 +87,10 @@ async fn peer_down_then_back_delivers_every_record_once_in_order() {
         let id: [u8; 32] = e.record_id.as_ref().try_into().unwrap();
         if order.contains(&id) {
             *seen.entry(id).or_default() += 1;
-            per_commitment.entry(decode(e).commitment_id).or_default().push(id);
+            per_commitment
+                .entry(decode(e).commitment_id)
+                .or_default()
+                .push(id);
             assert!(e.outcome.as_ref().unwrap().applied, "applied in order");
         }
     }

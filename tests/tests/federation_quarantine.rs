@@ -153,13 +153,29 @@ async fn record_before_its_basis_is_quarantined_then_admitted() {
     let r1 = signing::sign_record(&alice, &request("acme", "alice", c, party("globex", "bob")));
     let r2 = signing::sign_record(&alice, &defer("acme", "alice", c));
     let r3 = signing::sign_record(&alice, &resume("acme", "alice", c, id_of(&r2)));
-    let got = peer.deliver(peer.envelope("globex", vec![r1, r3.clone(), r2], 3)).await.unwrap();
+    let got = peer
+        .deliver(peer.envelope("globex", vec![r1, r3.clone(), r2], 3))
+        .await
+        .unwrap();
     let outs: Vec<String> = got[1..].iter().map(outcome).collect();
-    assert_eq!(outs, ["admitted", r#"["quarantined", "missing_basis"]"#, "admitted"]);
+    assert_eq!(
+        outs,
+        [
+            "admitted",
+            r#"["quarantined", "missing_basis"]"#,
+            "admitted"
+        ]
+    );
     accord_tests::eventually(WAIT, || {
-        let mut p = AsPeer { name: peer.name.clone(), key: peer.key.clone(), client: peer.client.clone() };
+        let mut p = AsPeer {
+            name: peer.name.clone(),
+            key: peer.key.clone(),
+            client: peer.client.clone(),
+        };
         let id = id_of(&r3);
-        async move { (outcome(&p.receipts(&[id]).await.into_iter().next()?) == "admitted").then_some(()) }
+        async move {
+            (outcome(&p.receipts(&[id]).await.into_iter().next()?) == "admitted").then_some(())
+        }
     })
     .await
     .expect("released within the same envelope's delivery");

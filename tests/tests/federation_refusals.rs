@@ -230,30 +230,72 @@ fn alice_sig(alice: &Signer) -> Vec<accord_proto::pb::record::v1::Signature> {
 /// no peer left the listener no longer asks for client certificates at all).
 #[tokio::test(flavor = "multi_thread")]
 async fn rotated_disabled_and_removed_peers() {
-    let b = TestNode::builder("globex").party("bob").config(fast).start().await.unwrap();
-    let a = TestNode::builder("acme").party("alice").start().await.unwrap();
+    let b = TestNode::builder("globex")
+        .party("bob")
+        .config(fast)
+        .start()
+        .await
+        .unwrap();
+    let a = TestNode::builder("acme")
+        .party("alice")
+        .start()
+        .await
+        .unwrap();
     b.add_peer(&a).await.unwrap();
     let mut adm = b.admin().await.unwrap();
     let mut as_a = AsPeer::new(&a, &b).await;
     let alice = signer(&a, "alice");
-    let rec = |n: &str| signing::sign_record(&alice, &request("acme", "alice", n, party("globex", "bob")));
+    let rec = |n: &str| {
+        signing::sign_record(&alice, &request("acme", "alice", n, party("globex", "bob")))
+    };
 
     // Rotate acme's node key: the new key is added, the old ones stay valid for the overlap.
     let new_key = Signer::generate(&a.origin(), &mut rand::rngs::OsRng).unwrap();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
-    let rotate = admin::RotatePeerKeyRequest { name: "acme".into(), new_vkey: new_key.verifier().to_vkey(), old_valid_until_unix_ms: now + 1500 };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let rotate = admin::RotatePeerKeyRequest {
+        name: "acme".into(),
+        new_vkey: new_key.verifier().to_vkey(),
+        old_valid_until_unix_ms: now + 1500,
+    };
     adm.rotate_peer_key(b.admin_request(rotate)).await.unwrap();
     let old_env = as_a.envelope("globex", vec![rec("k-1")], 1);
-    assert_eq!(outcome(&as_a.deliver(old_env).await.unwrap()[1]), "admitted", "old key valid during the overlap");
+    assert_eq!(
+        outcome(&as_a.deliver(old_env).await.unwrap()[1]),
+        "admitted",
+        "old key valid during the overlap"
+    );
     let new_env = as_a.envelope_by(&new_key, "acme", "globex", vec![rec("k-2")], 2);
-    assert_eq!(outcome(&as_a.deliver(new_env).await.unwrap()[1]), "admitted", "new key valid at once");
-    let peers = adm.list_peers(b.admin_request(admin::ListPeersRequest {})).await.unwrap().into_inner().peers;
+    assert_eq!(
+        outcome(&as_a.deliver(new_env).await.unwrap()[1]),
+        "admitted",
+        "new key valid at once"
+    );
+    let peers = adm
+        .list_peers(b.admin_request(admin::ListPeersRequest {}))
+        .await
+        .unwrap()
+        .into_inner()
+        .peers;
     let keys = &peers[0].keys;
-    assert!(keys.iter().any(|k| k.vkey == new_key.verifier().to_vkey() && k.valid_until_unix_ms == 0));
-    assert!(keys.iter().filter(|k| k.vkey != new_key.verifier().to_vkey()).all(|k| k.valid_until_unix_ms == now + 1500));
+    assert!(
+        keys.iter()
+            .any(|k| k.vkey == new_key.verifier().to_vkey() && k.valid_until_unix_ms == 0)
+    );
+    assert!(
+        keys.iter()
+            .filter(|k| k.vkey != new_key.verifier().to_vkey())
+            .all(|k| k.valid_until_unix_ms == now + 1500)
+    );
     // After the overlap the old key is no longer acme's.
     accord_tests::eventually(WAIT, || {
-        let mut p = AsPeer { name: as_a.name.clone(), key: as_a.key.clone(), client: as_a.client.clone() };
+        let mut p = AsPeer {
+            name: as_a.name.clone(),
+            key: as_a.key.clone(),
+            client: as_a.client.clone(),
+        };
         let env = p.envelope("globex", vec![rec("k-3")], 3);
         async move {
             let e = p.deliver(env).await.err()?;
@@ -264,17 +306,35 @@ async fn rotated_disabled_and_removed_peers() {
     .expect("the old key expires after the overlap");
 
     // Disabled: refused.
-    adm.set_peer_enabled(b.admin_request(admin::SetPeerEnabledRequest { name: "acme".into(), enabled: false })).await.unwrap();
-    let e = as_a.deliver(as_a.envelope_by(&new_key, "acme", "globex", vec![rec("k-4")], 4)).await.unwrap_err();
+    adm.set_peer_enabled(b.admin_request(admin::SetPeerEnabledRequest {
+        name: "acme".into(),
+        enabled: false,
+    }))
+    .await
+    .unwrap();
+    let e = as_a
+        .deliver(as_a.envelope_by(&new_key, "acme", "globex", vec![rec("k-4")], 4))
+        .await
+        .unwrap_err();
     assert_eq!(reason(&e), "peer_disabled");
     // Removed: unknown.
-    adm.remove_peer(b.admin_request(admin::RemovePeerRequest { name: "acme".into() })).await.unwrap();
+    adm.remove_peer(b.admin_request(admin::RemovePeerRequest {
+        name: "acme".into(),
+    }))
+    .await
+    .unwrap();
     let fresh = async {
         let mut p = AsPeer::new(&a, &b).await;
-        p.deliver(p.envelope_by(&new_key, "acme", "globex", vec![rec("k-5")], 5)).await
+        p.deliver(p.envelope_by(&new_key, "acme", "globex", vec![rec("k-5")], 5))
+            .await
     };
     let e = fresh.await.unwrap_err();
     assert_ne!(e.code(), tonic::Code::Ok);
-    let e = adm.get_peer_health(b.admin_request(admin::GetPeerHealthRequest { name: "acme".into() })).await.unwrap_err();
+    let e = adm
+        .get_peer_health(b.admin_request(admin::GetPeerHealthRequest {
+            name: "acme".into(),
+        }))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), tonic::Code::NotFound);
 }

@@ -181,8 +181,13 @@ pub(crate) fn check(
         ));
     }
     if !signature_verified {
-        peer.verify(RECORD_PAYLOAD_TYPE, &signed.payload, &signed.signatures, now)
-            .map_err(|(c, d)| (c.to_string(), d))?;
+        peer.verify(
+            RECORD_PAYLOAD_TYPE,
+            &signed.payload,
+            &signed.signatures,
+            now,
+        )
+        .map_err(|(c, d)| (c.to_string(), d))?;
     }
     Ok(Checked {
         id,

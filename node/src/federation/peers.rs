@@ -223,14 +223,21 @@ impl Peer {
     /// For each record: true when it has signatures by the peer's keys valid at `now` and all of
     /// them verify — checked for all records as one Ed25519 batch. False means "not established":
     /// the caller checks that record alone with [`Peer::verify`] for its reason code.
-    pub fn verify_batch(&self, payload_type: &str, records: &[&accord_proto::pb::record::v1::SignedRecord], now: i64) -> Vec<bool> {
+    pub fn verify_batch(
+        &self,
+        payload_type: &str,
+        records: &[&accord_proto::pb::record::v1::SignedRecord],
+        now: i64,
+    ) -> Vec<bool> {
         let mut ok = vec![false; records.len()];
         let mut items: Vec<(&Verifier, Vec<u8>, &[u8])> = Vec::new();
         for (i, r) in records.iter().enumerate() {
             let pae = signing::pae(payload_type, &r.payload);
             for sig in &r.signatures {
                 let valid = self.keys.iter().find(|(k, until)| {
-                    k.name() == sig.key_name && k.key_id()[..] == sig.key_id[..] && (*until == 0 || now < *until)
+                    k.name() == sig.key_name
+                        && k.key_id()[..] == sig.key_id[..]
+                        && (*until == 0 || now < *until)
                 });
                 if let Some((k, _)) = valid {
                     items.push((k, pae.clone(), sig.signature.as_ref()));
@@ -238,8 +245,15 @@ impl Peer {
                 }
             }
         }
-        let batch: Vec<(&Verifier, &[u8], &[u8])> = items.iter().map(|(k, m, s)| (*k, m.as_slice(), *s)).collect();
-        if signing::verify_batch(&batch).is_ok() { ok } else { vec![false; records.len()] }
+        let batch: Vec<(&Verifier, &[u8], &[u8])> = items
+            .iter()
+            .map(|(k, m, s)| (*k, m.as_slice(), *s))
+            .collect();
+        if signing::verify_batch(&batch).is_ok() {
+            ok
+        } else {
+            vec![false; records.len()]
+        }
     }
 
     /// Checks that `payload` is signed by one of the peer's keys valid at `now`. Err is a reason

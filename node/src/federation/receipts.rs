@@ -78,9 +78,14 @@ pub struct Verified {
 }
 
 /// The first signature made by one of `keys`, with that key.
-fn signed_by<'a>(sigs: &'a [Signature], keys: &'a [Verifier]) -> Option<(&'a Verifier, &'a Signature)> {
+fn signed_by<'a>(
+    sigs: &'a [Signature],
+    keys: &'a [Verifier],
+) -> Option<(&'a Verifier, &'a Signature)> {
     sigs.iter().find_map(|sig| {
-        keys.iter().find(|k| k.name() == sig.key_name && k.key_id()[..] == sig.key_id[..]).map(|k| (k, sig))
+        keys.iter()
+            .find(|k| k.name() == sig.key_name && k.key_id()[..] == sig.key_id[..])
+            .map(|k| (k, sig))
     })
 }
 
@@ -93,40 +98,71 @@ struct Parsed {
 
 fn parse(signed: &Signed) -> Result<Parsed, String> {
     if signed.payload_type != RECEIPT_PAYLOAD_TYPE {
-        return Err(format!("payload type {:?} is not {RECEIPT_PAYLOAD_TYPE:?}", signed.payload_type));
+        return Err(format!(
+            "payload type {:?} is not {RECEIPT_PAYLOAD_TYPE:?}",
+            signed.payload_type
+        ));
     }
-    let receipt = Receipt::decode(signed.payload.as_ref()).map_err(|e| format!("receipt does not decode: {e}"))?;
+    let receipt = Receipt::decode(signed.payload.as_ref())
+        .map_err(|e| format!("receipt does not decode: {e}"))?;
     let decision = match ReceiptKind::try_from(receipt.kind) {
-        Ok(ReceiptKind::Admission) => {
-            Some(Decision::from_wire(receipt.outcome, &receipt.code).ok_or("admission receipt without an outcome")?)
-        }
+        Ok(ReceiptKind::Admission) => Some(
+            Decision::from_wire(receipt.outcome, &receipt.code)
+                .ok_or("admission receipt without an outcome")?,
+        ),
         Ok(ReceiptKind::EnvelopeRecorded) => None,
         _ => return Err(format!("unknown receipt kind {}", receipt.kind)),
     };
     let leaf = if receipt.checkpoint.is_empty() {
         None
     } else {
-        Some(SignedRecord::decode(receipt.admission_leaf.as_ref()).map_err(|e| format!("admission leaf does not decode: {e}"))?)
+        Some(
+            SignedRecord::decode(receipt.admission_leaf.as_ref())
+                .map_err(|e| format!("admission leaf does not decode: {e}"))?,
+        )
     };
-    Ok(Parsed { receipt, decision, leaf })
+    Ok(Parsed {
+        receipt,
+        decision,
+        leaf,
+    })
 }
 
 /// Checkpoints already verified in one [`verify_many`] call: note text → (size, root,
 /// witnesses whose cosignature verified). Receipts under one checkpoint check its signature once.
-type CheckpointCache = std::collections::HashMap<String, Result<(u64, [u8; 32], Vec<String>), String>>;
+type CheckpointCache =
+    std::collections::HashMap<String, Result<(u64, [u8; 32], Vec<String>), String>>;
 
-fn open_cp(text: &str, keys: &[Verifier], witnesses: &[Verifier]) -> Result<(u64, [u8; 32], Vec<String>), String> {
+fn open_cp(
+    text: &str,
+    keys: &[Verifier],
+    witnesses: &[Verifier],
+) -> Result<(u64, [u8; 32], Vec<String>), String> {
     let note = Note::parse(text.as_bytes()).map_err(|e| format!("checkpoint: {e}"))?;
     let cp = Checkpoint::parse(note.text()).map_err(|e| format!("checkpoint: {e}"))?;
-    let log_keys: Vec<Verifier> = keys.iter().filter(|k| k.name() == cp.origin).cloned().collect();
+    let log_keys: Vec<Verifier> = keys
+        .iter()
+        .filter(|k| k.name() == cp.origin)
+        .cloned()
+        .collect();
     if log_keys.is_empty() {
-        return Err(format!("no receiver key is named after the checkpoint origin {:?}", cp.origin));
+        return Err(format!(
+            "no receiver key is named after the checkpoint origin {:?}",
+            cp.origin
+        ));
     }
-    let opened = open_checkpoint(text.as_bytes(), &cp.origin, &log_keys, witnesses).map_err(|e| format!("checkpoint: {e}"))?;
+    let opened = open_checkpoint(text.as_bytes(), &cp.origin, &log_keys, witnesses)
+        .map_err(|e| format!("checkpoint: {e}"))?;
     let mut by = Vec::new();
     for w in witnesses {
-        if !opened.cosignatures().any(|(c, _)| c.name() == w.name() && c.key_id() == w.key_id()) {
-            return Err(format!("checkpoint is not cosigned by witness {}", w.name()));
+        if !opened
+            .cosignatures()
+            .any(|(c, _)| c.name() == w.name() && c.key_id() == w.key_id())
+        {
+            return Err(format!(
+                "checkpoint is not cosigned by witness {}",
+                w.name()
+            ));
         }
         by.push(w.name().to_string());
     }
@@ -135,8 +171,19 @@ fn open_cp(text: &str, keys: &[Verifier], witnesses: &[Verifier]) -> Result<(u64
 
 /// The checks after the signatures: the admission leaf says what the receipt says, and the
 /// checkpoint and inclusion proof hold.
-fn finish(p: Parsed, witnesses: &[Verifier], keys: &[Verifier], cache: &mut CheckpointCache) -> Result<Verified, String> {
-    let mut v = Verified { receipt: p.receipt, decision: p.decision, proven: false, checkpoint_size: 0, witnessed_by: Vec::new() };
+fn finish(
+    p: Parsed,
+    witnesses: &[Verifier],
+    keys: &[Verifier],
+    cache: &mut CheckpointCache,
+) -> Result<Verified, String> {
+    let mut v = Verified {
+        receipt: p.receipt,
+        decision: p.decision,
+        proven: false,
+        checkpoint_size: 0,
+        witnessed_by: Vec::new(),
+    };
     let Some(leaf) = p.leaf else {
         if !witnesses.is_empty() {
             return Err("the receipt carries no checkpoint, so no witness cosignature".into());
@@ -148,22 +195,39 @@ fn finish(p: Parsed, witnesses: &[Verifier], keys: &[Verifier], cache: &mut Chec
     if leaf_id[..] != r.admission_record_id[..] {
         return Err("the admission leaf is not the admission record the receipt names".into());
     }
-    let record = Record::decode(leaf.payload.as_ref()).map_err(|e| format!("admission record does not decode: {e}"))?;
+    let record = Record::decode(leaf.payload.as_ref())
+        .map_err(|e| format!("admission record does not decode: {e}"))?;
     let Some(Operation::Admission(a)) = &record.operation else {
         return Err("the admission leaf is not an admission declaration".into());
     };
-    if a.record_id != r.record_id || a.outcome != r.outcome || a.code != r.code || a.peer != r.sender {
+    if a.record_id != r.record_id
+        || a.outcome != r.outcome
+        || a.code != r.code
+        || a.peer != r.sender
+    {
         return Err("the admission declaration does not say what the receipt says".into());
     }
-    let (size, root, by) =
-        cache.entry(r.checkpoint.clone()).or_insert_with(|| open_cp(&r.checkpoint, keys, witnesses)).clone()?;
+    let (size, root, by) = cache
+        .entry(r.checkpoint.clone())
+        .or_insert_with(|| open_cp(&r.checkpoint, keys, witnesses))
+        .clone()?;
     let proof: Vec<[u8; 32]> = r
         .inclusion_proof
         .iter()
-        .map(|h| h.as_ref().try_into().map_err(|_| "inclusion proof hash is not 32 bytes".to_string()))
+        .map(|h| {
+            h.as_ref()
+                .try_into()
+                .map_err(|_| "inclusion proof hash is not 32 bytes".to_string())
+        })
         .collect::<Result<_, _>>()?;
-    verify_inclusion(&leaf_hash(&r.admission_leaf), r.admission_sequence, size, &proof, &root)
-        .map_err(|e| format!("inclusion proof: {e}"))?;
+    verify_inclusion(
+        &leaf_hash(&r.admission_leaf),
+        r.admission_sequence,
+        size,
+        &proof,
+        &root,
+    )
+    .map_err(|e| format!("inclusion proof: {e}"))?;
     v.proven = true;
     v.checkpoint_size = size;
     v.witnessed_by = by;
@@ -173,7 +237,11 @@ fn finish(p: Parsed, witnesses: &[Verifier], keys: &[Verifier], cache: &mut Chec
 /// Verifies many signed receipts against the receiver's keys at once: the receipt signatures and
 /// the admission leaves' signatures in one Ed25519 batch (one by one only if the batch fails), each
 /// distinct checkpoint once. See [`verify`] for what is checked.
-pub fn verify_many(list: &[Signed], keys: &[Verifier], witnesses: &[Verifier]) -> Vec<Result<Verified, String>> {
+pub fn verify_many(
+    list: &[Signed],
+    keys: &[Verifier],
+    witnesses: &[Verifier],
+) -> Vec<Result<Verified, String>> {
     let parsed: Vec<Result<Parsed, String>> = list.iter().map(parse).collect();
     let mut failed: Vec<Option<String>> = vec![None; list.len()];
     // (owner, key, PAE message, signature)
@@ -184,15 +252,30 @@ pub fn verify_many(list: &[Signed], keys: &[Verifier], witnesses: &[Verifier]) -
             failed[i] = Some("no signature by the receiver's key".into());
             continue;
         };
-        items.push((i, k, signing::pae(RECEIPT_PAYLOAD_TYPE, &s.payload), sig.signature.to_vec()));
+        items.push((
+            i,
+            k,
+            signing::pae(RECEIPT_PAYLOAD_TYPE, &s.payload),
+            sig.signature.to_vec(),
+        ));
         if let Some(leaf) = &p.leaf {
             match signed_by(&leaf.signatures, keys) {
-                Some((k, sig)) => items.push((i, k, signing::pae(&leaf.payload_type, &leaf.payload), sig.signature.to_vec())),
-                None => failed[i] = Some("admission record: no signature by the receiver's key".into()),
+                Some((k, sig)) => items.push((
+                    i,
+                    k,
+                    signing::pae(&leaf.payload_type, &leaf.payload),
+                    sig.signature.to_vec(),
+                )),
+                None => {
+                    failed[i] = Some("admission record: no signature by the receiver's key".into())
+                }
             }
         }
     }
-    let batch: Vec<(&Verifier, &[u8], &[u8])> = items.iter().map(|(_, k, m, s)| (*k, m.as_slice(), s.as_slice())).collect();
+    let batch: Vec<(&Verifier, &[u8], &[u8])> = items
+        .iter()
+        .map(|(_, k, m, s)| (*k, m.as_slice(), s.as_slice()))
+        .collect();
     if signing::verify_batch(&batch).is_err() {
         for (i, k, m, s) in &items {
             if signing::verify_batch(&[(*k, m.as_slice(), s.as_slice())]).is_err() {
@@ -216,8 +299,14 @@ pub fn verify_many(list: &[Signed], keys: &[Verifier], witnesses: &[Verifier]) -
 /// this record with this outcome, that the checkpoint is signed by the receiver's log key (and
 /// cosigned by every key in `witnesses`), and that the inclusion proof puts the leaf at the
 /// admission sequence under the checkpoint's root.
-pub fn verify(signed: &Signed, keys: &[Verifier], witnesses: &[Verifier]) -> Result<Verified, String> {
-    verify_many(std::slice::from_ref(signed), keys, witnesses).pop().unwrap_or_else(|| Err("nothing to verify".into()))
+pub fn verify(
+    signed: &Signed,
+    keys: &[Verifier],
+    witnesses: &[Verifier],
+) -> Result<Verified, String> {
+    verify_many(std::slice::from_ref(signed), keys, witnesses)
+        .pop()
+        .unwrap_or_else(|| Err("nothing to verify".into()))
 }
 
 /// The sender's knowledge of one record at one peer.
@@ -407,7 +496,10 @@ mod tests {
     fn proven(node: &Signer, witness: Option<&Cosigner>) -> (Signed, Receipt) {
         let record_id = [7u8; 32];
         let decl = Record {
-            author: Some(PartyRef { organisation: "globex".into(), name: "work-service".into() }),
+            author: Some(PartyRef {
+                organisation: "globex".into(),
+                name: "work-service".into(),
+            }),
             commitment_id: "c".into(),
             operation: Some(Operation::Admission(Admission {
                 record_id: record_id.to_vec().into(),
@@ -431,7 +523,9 @@ mod tests {
             sender: "acme".into(),
             record_id: record_id.to_vec().into(),
             outcome: AdmissionOutcome::Admitted as i32,
-            admission_record_id: signing::record_id(&leaf.payload_type, &leaf.payload).to_vec().into(),
+            admission_record_id: signing::record_id(&leaf.payload_type, &leaf.payload)
+                .to_vec()
+                .into(),
             admission_sequence: 0,
             checkpoint: note,
             admission_leaf: leaf_bytes.into(),
@@ -457,7 +551,11 @@ mod tests {
         let mut t = r.clone();
         t.outcome = accord_proto::pb::record::v1::AdmissionOutcome::Rejected as i32;
         t.code = "x".into();
-        assert!(verify(&sign(&node, &t), &keys, &[]).unwrap_err().contains("does not say"));
+        assert!(
+            verify(&sign(&node, &t), &keys, &[])
+                .unwrap_err()
+                .contains("does not say")
+        );
         let mut t = r.clone();
         t.admission_sequence = 1;
         assert!(verify(&sign(&node, &t), &keys, &[]).is_err());

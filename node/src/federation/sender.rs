@@ -404,7 +404,11 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
         };
         let mut result = Ok(());
         if !items.is_empty() {
-            result = match send(&node, &peer, &ch, items).await {
+            let sent = tokio::select! {
+                _ = cancel.cancelled() => return,
+                r = send(&node, &peer, &ch, items) => r,
+            };
+            result = match sent {
                 Ok(_) => {
                     health
                         .last_success
@@ -421,7 +425,10 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
         }
         if result.is_ok() && Instant::now() >= next_poll {
             next_poll = Instant::now() + poll_every;
-            result = poll(&node, &peer, &ch).await;
+            result = tokio::select! {
+                _ = cancel.cancelled() => return,
+                r = poll(&node, &peer, &ch) => r,
+            };
         }
         match result {
             Ok(()) => {
