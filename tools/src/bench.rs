@@ -56,10 +56,10 @@ fn record(org: &str, party: &str, i: usize, size: usize) -> Record {
         ..Default::default()
     };
     let base = prost::Message::encoded_len(&r);
-    if let Some(Operation::Request(q)) = &mut r.operation {
-        if let Some(t) = &mut q.terms {
-            t.description = "x".repeat(size.saturating_sub(base + 3));
-        }
+    if let Some(Operation::Request(q)) = &mut r.operation
+        && let Some(t) = &mut q.terms
+    {
+        t.description = "x".repeat(size.saturating_sub(base + 3));
     }
     r
 }

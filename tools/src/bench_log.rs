@@ -45,42 +45,36 @@ impl Machine for Null {
     fn restore(&mut self, _: &LedgerEntry) {}
 }
 
-fn fill(
-    ledger: &Ledger<()>,
-    from: u64,
-    to: u64,
-) -> impl std::future::Future<Output = Result<()>> + '_ {
-    async move {
-        let mut pending = Vec::new();
-        for i in from..to {
-            let payload = i.to_be_bytes().to_vec();
-            let mut id = [0u8; 32];
-            id[..8].copy_from_slice(&i.to_be_bytes());
-            let signed = SignedRecord {
-                payload: payload.into(),
-                payload_type: "bench".into(),
-                signatures: vec![],
-            };
-            let l = ledger.clone();
-            pending.push(tokio::spawn(async move {
-                l.append(Append {
-                    id,
-                    signed,
-                    input: (),
-                })
-                .await
-            }));
-            if pending.len() >= 8192 {
-                for p in pending.drain(..) {
-                    p.await??;
-                }
+async fn fill(ledger: &Ledger<()>, from: u64, to: u64) -> Result<()> {
+    let mut pending = Vec::new();
+    for i in from..to {
+        let payload = i.to_be_bytes().to_vec();
+        let mut id = [0u8; 32];
+        id[..8].copy_from_slice(&i.to_be_bytes());
+        let signed = SignedRecord {
+            payload: payload.into(),
+            payload_type: "bench".into(),
+            signatures: vec![],
+        };
+        let l = ledger.clone();
+        pending.push(tokio::spawn(async move {
+            l.append(Append {
+                id,
+                signed,
+                input: (),
+            })
+            .await
+        }));
+        if pending.len() >= 8192 {
+            for p in pending.drain(..) {
+                p.await??;
             }
         }
-        for p in pending {
-            p.await??;
-        }
-        Ok(())
     }
+    for p in pending {
+        p.await??;
+    }
+    Ok(())
 }
 
 /// Runs the benchmark.
