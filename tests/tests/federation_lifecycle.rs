@@ -123,22 +123,6 @@ async fn cross_organisation_commitment_end_to_end() {
     let ops: Vec<&str> = ha.iter().map(|h| h.1.as_str()).collect();
     assert_eq!(ops, ["request", "promise", "acted_upon", "state", "accept"]);
     assert!(ha.iter().all(|h| h.2), "every record applied: {ha:?}");
-    // Each admitted peer record is linked by an admission declaration on the receiving node.
-    assert_eq!(
-        on_a.history
-            .iter()
-            .filter(|h| h.operation == "admission")
-            .count(),
-        3
-    );
-    assert_eq!(
-        on_b.history
-            .iter()
-            .filter(|h| h.operation == "admission")
-            .count(),
-        2
-    );
-
     // Durability on each author's node reaches admitted at the peer; overall it is the highest.
     for id in [&request, &accepted] {
         wait_peer_durability(&a, id, "globex", Durability::Admitted).await;
@@ -146,6 +130,27 @@ async fn cross_organisation_commitment_end_to_end() {
     for id in [&promise, &acted, &stated] {
         wait_peer_durability(&b, id, "acme", Durability::Admitted).await;
     }
+    // Each admitted peer record is linked by an admission declaration on the receiving node
+    // (written before its receipt went out, and the waits above saw the receipts).
+    assert_eq!(
+        wait_state(&a, c, "accepted")
+            .await
+            .history
+            .iter()
+            .filter(|h| h.operation == "admission")
+            .count(),
+        3
+    );
+    assert_eq!(
+        wait_state(&b, c, "accepted")
+            .await
+            .history
+            .iter()
+            .filter(|h| h.operation == "admission")
+            .count(),
+        2
+    );
+
     assert_eq!(
         durability(&a, &request).await.durability,
         Durability::ActedUpon as i32

@@ -444,13 +444,33 @@ impl ReceiptStore {
         Ok(Some(new))
     }
 
-    /// Records delivered to `peer` whose receipt still lacks a decision or a proof.
-    pub fn pending(&self, peer: &str, n: usize) -> Result<Vec<RecordId>, Error> {
+    /// Records delivered to `peer` whose receipt still lacks a decision or a proof, in id order,
+    /// after `after` (a cursor, so that a long list is visited round-robin).
+    pub fn pending(&self, peer: &str, after: Option<&RecordId>, n: usize) -> Result<Vec<RecordId>, Error> {
         let p = db::prefix(&[b"p", peer.as_bytes()]);
-        Ok(db::scan(&self.store, CF, &p, n)?
-            .into_iter()
-            .filter_map(|(k, _)| k[p.len()..].try_into().ok())
-            .collect())
+        let mut it = self.store.db().raw_iterator_cf(self.store.cf(CF)?);
+        match after {
+            Some(a) => {
+                let mut k = p.clone();
+                k.extend_from_slice(a);
+                k.push(0);
+                it.seek(&k);
+            }
+            None => it.seek(&p),
+        }
+        let mut out = Vec::new();
+        while out.len() < n {
+            let Some(k) = it.key() else { break };
+            if !k.starts_with(&p) {
+                break;
+            }
+            if let Ok(id) = <RecordId>::try_from(&k[p.len()..]) {
+                out.push(id);
+            }
+            it.next();
+        }
+        it.status().map_err(|e| Error::Storage(e.into_string()))?;
+        Ok(out)
     }
 
     /// Every peer's state for a record.

@@ -281,13 +281,27 @@ async fn send(
     Ok(count)
 }
 
-/// Fetches newer receipts for records still lacking a decision or a proof.
-async fn poll(node: &Arc<Node>, peer: &Peer, ch: &Channel) -> Result<(), Fail> {
-    let fed = &node.federation;
-    let ids = fed.receipts.pending(peer.name(), 256)?;
-    if ids.is_empty() {
-        return Ok(());
+/// Fetches newer receipts for records still lacking a decision or a proof: up to
+/// `POLL_PAGES` pages of 256 from `cursor` on, which then moves on (round-robin), so records that
+/// stay undecided (a long quarantine) do not starve the others.
+async fn poll(node: &Arc<Node>, peer: &Peer, ch: &Channel, cursor: &mut Option<RecordId>) -> Result<(), Fail> {
+    for _ in 0..POLL_PAGES {
+        let ids = node.federation.receipts.pending(peer.name(), cursor.as_ref(), 256)?;
+        *cursor = if ids.len() < 256 { None } else { ids.last().copied() };
+        if ids.is_empty() {
+            return Ok(());
+        }
+        poll_page(node, peer, ch, ids).await?;
+        if cursor.is_none() {
+            return Ok(());
+        }
     }
+    Ok(())
+}
+
+const POLL_PAGES: usize = 16;
+
+async fn poll_page(node: &Arc<Node>, peer: &Peer, ch: &Channel, ids: Vec<RecordId>) -> Result<(), Fail> {
     let req = GetReceiptsRequest {
         record_ids: ids.iter().map(|i| i.to_vec().into()).collect(),
     };
@@ -355,6 +369,7 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
     let notify = fed.outbox.notify(&name);
     let poll_every = Duration::from_millis(cfg.receipt_poll_ms);
     let mut next_poll = Instant::now() + poll_every;
+    let mut poll_cursor: Option<RecordId> = None;
     tracing::info!(peer = %name, "federation sender started");
     loop {
         if cancel.is_cancelled() {
@@ -427,7 +442,7 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
             next_poll = Instant::now() + poll_every;
             result = tokio::select! {
                 _ = cancel.cancelled() => return,
-                r = poll(&node, &peer, &ch) => r,
+                r = poll(&node, &peer, &ch, &mut poll_cursor) => r,
             };
         }
         match result {
