@@ -299,7 +299,7 @@ async fn poll(node: &Arc<Node>, peer: &Peer, ch: &Channel, cursor: &mut Option<R
     Ok(())
 }
 
-const POLL_PAGES: usize = 16;
+const POLL_PAGES: usize = 8;
 
 async fn poll_page(node: &Arc<Node>, peer: &Peer, ch: &Channel, ids: Vec<RecordId>) -> Result<(), Fail> {
     let req = GetReceiptsRequest {
@@ -367,9 +367,10 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
     let mut throttle = Duration::ZERO;
     let mut conn: Option<(String, Channel)> = None;
     let notify = fed.outbox.notify(&name);
-    let poll_every = Duration::from_millis(cfg.receipt_poll_ms);
-    let mut next_poll = Instant::now() + poll_every;
-    let mut poll_cursor: Option<RecordId> = None;
+    // Receipts are polled by a task of their own, so polling never holds up delivery.
+    let poller = cancel.child_token();
+    let _stop_poller = poller.clone().drop_guard();
+    tokio::spawn(run_poller(node.clone(), name.clone(), poller));
     tracing::info!(peer = %name, "federation sender started");
     loop {
         if cancel.is_cancelled() {
@@ -438,13 +439,6 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
                 Err(f) => Err(f),
             };
         }
-        if result.is_ok() && Instant::now() >= next_poll {
-            next_poll = Instant::now() + poll_every;
-            result = tokio::select! {
-                _ = cancel.cancelled() => return,
-                r = poll(&node, &peer, &ch, &mut poll_cursor) => r,
-            };
-        }
         match result {
             Ok(()) => {
                 if breaker.state() != State::Closed || breaker.failures() > 0 {
@@ -453,12 +447,11 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
                 breaker.success();
                 health.set_breaker(State::Closed);
                 if !items_left(&node, &name) {
-                    // Idle: wait for new records or the next receipt poll.
-                    let until = next_poll.saturating_duration_since(Instant::now());
+                    // Idle: wait for new records (and look again now and then).
                     tokio::select! {
                         _ = cancel.cancelled() => return,
                         _ = notify.notified() => {}
-                        _ = tokio::time::sleep(until) => {}
+                        _ = tokio::time::sleep(Duration::from_secs(5)) => {}
                     }
                 }
                 if !throttle.is_zero() && !pause(&cancel, throttle).await {
@@ -480,6 +473,35 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
                 tracing::warn!(peer = %name, error = %msg, failures = breaker.failures(), breaker = breaker.state().as_str(), retry_in_ms = w.as_millis() as u64, "delivery failed");
                 health.error(msg);
             }
+        }
+    }
+}
+
+/// Polls `GetReceipts` every `federation.receipt_poll_ms` for the peer's records whose receipt
+/// still lacks a decision or a proof; stops with its sender.
+async fn run_poller(node: Arc<Node>, name: String, cancel: CancellationToken) {
+    let every = Duration::from_millis(node.config.federation.receipt_poll_ms);
+    let mut cursor: Option<RecordId> = None;
+    let mut conn: Option<(String, Channel)> = None;
+    loop {
+        if !pause(&cancel, every).await {
+            return;
+        }
+        let Some(peer) = node.federation.peers.get(&name).filter(|p| p.enabled()) else { return };
+        let key = format!("{}\n{}", peer.record.endpoint, peer.record.tls_pem);
+        if conn.as_ref().is_none_or(|(k, _)| *k != key) {
+            match channel(&node, &peer) {
+                Ok(ch) => conn = Some((key, ch)),
+                Err(_) => continue,
+            }
+        }
+        let Some((_, ch)) = conn.clone() else { continue };
+        let r = tokio::select! {
+            _ = cancel.cancelled() => return,
+            r = poll(&node, &peer, &ch, &mut cursor) => r,
+        };
+        if let Err(Fail::Other(e) | Fail::Exhausted(e)) = r {
+            tracing::debug!(peer = %name, error = %e, "receipt poll failed");
         }
     }
 }
