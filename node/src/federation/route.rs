@@ -4,7 +4,10 @@
 //! * queues a locally authored record for every peer organisation that has a party in it — the
 //!   parties of its commitment (`Commitment::parties()` and the candidate obligors) and the
 //!   parties the record itself names (DESIGN.md, "Federation"). Admission declarations stay
-//!   local (the peer gets a receipt instead), and so do records the kernel rejected here;
+//!   local (the peer gets a receipt instead), and so do records the kernel rejected here and the
+//!   Work service party's records (expire, implicit accept, service resume and unclaim): each
+//!   node's own Work service party writes them from the same declarations, and a peer's kernel
+//!   would reject another node's service party (`wrong_role`);
 //! * wakes the quarantined records waiting for it (seed 000, "Federation admission": a
 //!   quarantine "later closes as admitted").
 //!
@@ -90,7 +93,7 @@ fn named_parties(r: &Record, out: &mut Vec<pb::PartyRef>) {
 }
 
 /// The peer organisations a local ledger entry goes to (none for a peer's record, an admission
-/// declaration, or a record the kernel rejected).
+/// declaration, a Work service party's record, or a record the kernel rejected).
 pub fn destinations(node: &Node, entry: &LedgerEntry) -> Vec<String> {
     let Some(signed) = &entry.record else {
         return Vec::new();
@@ -102,6 +105,7 @@ pub fn destinations(node: &Node, entry: &LedgerEntry) -> Vec<String> {
         return Vec::new();
     }
     if matches!(r.operation, Some(Operation::Admission(_)))
+        || r.author.as_ref().is_some_and(|a| a.name == crate::projection::WORK_SERVICE)
         || !entry.outcome.as_ref().is_some_and(|o| o.applied)
     {
         return Vec::new();
