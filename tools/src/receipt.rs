@@ -116,7 +116,10 @@ pub fn verify(a: VerifyArgs) -> ExitCode {
     if let Some(want) = &a.record
         && hex::encode(&r.record_id) != want.to_lowercase()
     {
-        return invalid(format!("the receipt is about record {}, not {want}", hex::encode(&r.record_id)));
+        return invalid(format!(
+            "the receipt is about record {}, not {want}",
+            hex::encode(&r.record_id)
+        ));
     }
     let Some(decision) = &v.decision else {
         return invalid("an envelope receipt, not an admission receipt".into());

@@ -125,13 +125,21 @@ pub fn refuse(node: &Node, peer: &str, code: &'static str, detail: String) -> Er
 
 /// The latest refusals, newest first.
 pub fn refusals(node: &Node, limit: usize) -> Result<Vec<Refusal>, Error> {
-    let mut v: Vec<Refusal> = db::scan(node.ledger.store(), CF, b"x\0", usize::MAX)?
-        .into_iter()
-        .map(|(_, v)| db::decode(CF, &v))
-        .collect::<Result<_, _>>()?;
-    v.reverse();
-    v.truncate(limit);
-    Ok(v)
+    let store = node.ledger.store();
+    let mut it = store.db().raw_iterator_cf(store.cf(CF)?);
+    // Newest first: from the end of the `x` range backwards.
+    it.seek_for_prev(b"x\x01");
+    let mut out = Vec::new();
+    while out.len() < limit {
+        let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
+        if !k.starts_with(b"x\0") {
+            break;
+        }
+        out.push(db::decode(CF, v)?);
+        it.prev();
+    }
+    it.status().map_err(|e| Error::Storage(e.into_string()))?;
+    Ok(out)
 }
 
 /// The decision kept for a record.
