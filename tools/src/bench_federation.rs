@@ -5,7 +5,7 @@
 //! p50/p99 latency from submit-at-A to admitted-at-B at a paced load, beside this machine's
 //! one-core Ed25519 `verify_batch` rate.
 
-use crate::inproc::InProcNode;
+use crate::inproc::{InProcNode, add_peer, admin_request};
 use accord_proto::note::Signer;
 use accord_proto::pb::admin::v1::{self as admin, admin_service_client::AdminServiceClient};
 use accord_proto::pb::record::v1::{
@@ -74,50 +74,12 @@ fn record(i: usize, size: usize) -> Record {
     r
 }
 
-fn authed<T>(node: &InProcNode, t: T) -> Result<tonic::Request<T>> {
-    let token = std::fs::read_to_string(node.dir.join("admin.token"))?;
-    let mut r = tonic::Request::new(t);
-    r.metadata_mut()
-        .insert("authorization", format!("Bearer {}", token.trim()).parse()?);
-    Ok(r)
-}
-
-/// Makes `other` a peer of `node` (its node key and its parties' keys; its CA).
-async fn add_peer(node: &InProcNode, other: &InProcNode, parties: &[&str]) -> Result<()> {
-    let mut keys = vec![
-        std::fs::read_to_string(other.dir.join("keys/node.vkey"))?
-            .trim()
-            .to_string(),
-    ];
-    for p in parties {
-        keys.push(other.party(p)?.verifier().to_vkey());
-    }
-    let peer = admin::Peer {
-        name: other.name.clone(),
-        endpoint: format!("https://{}", other.addr),
-        keys: keys
-            .into_iter()
-            .map(|vkey| admin::PeerKey {
-                vkey,
-                valid_until_unix_ms: 0,
-            })
-            .collect(),
-        tls_certificate_pem: std::fs::read_to_string(other.dir.join("tls/ca.pem"))?,
-        enabled: true,
-    };
-    AdminServiceClient::new(node.channel().await?)
-        .add_peer(authed(node, admin::AddPeerRequest { peer: Some(peer) })?)
-        .await
-        .map_err(|s| anyhow!("AddPeer: {}", s.message()))?;
-    Ok(())
-}
-
 async fn queue_depth(
     c: &mut AdminServiceClient<Channel>,
     node: &InProcNode,
     peer: &str,
 ) -> Result<u64> {
-    Ok(c.get_peer_health(authed(
+    Ok(c.get_peer_health(admin_request(
         node,
         admin::GetPeerHealthRequest { name: peer.into() },
     )?)
@@ -127,10 +89,12 @@ async fn queue_depth(
 }
 
 async fn ledger_size(c: &mut AdminServiceClient<Channel>, node: &InProcNode) -> Result<u64> {
-    Ok(c.get_status(authed(node, admin::GetStatusRequest {})?)
-        .await?
-        .into_inner()
-        .ledger_size)
+    Ok(
+        c.get_status(admin_request(node, admin::GetStatusRequest {})?)
+            .await?
+            .into_inner()
+            .ledger_size,
+    )
 }
 
 /// `accordctl bench federation`.

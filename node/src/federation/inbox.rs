@@ -131,7 +131,9 @@ pub fn refusals(node: &Node, limit: usize) -> Result<Vec<Refusal>, Error> {
     it.seek_for_prev(b"x\x01");
     let mut out = Vec::new();
     while out.len() < limit {
-        let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
+        let (Some(k), Some(v)) = (it.key(), it.value()) else {
+            break;
+        };
         if !k.starts_with(b"x\0") {
             break;
         }

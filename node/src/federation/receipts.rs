@@ -446,7 +446,12 @@ impl ReceiptStore {
 
     /// Records delivered to `peer` whose receipt still lacks a decision or a proof, in id order,
     /// after `after` (a cursor, so that a long list is visited round-robin).
-    pub fn pending(&self, peer: &str, after: Option<&RecordId>, n: usize) -> Result<Vec<RecordId>, Error> {
+    pub fn pending(
+        &self,
+        peer: &str,
+        after: Option<&RecordId>,
+        n: usize,
+    ) -> Result<Vec<RecordId>, Error> {
         let p = db::prefix(&[b"p", peer.as_bytes()]);
         let mut it = self.store.db().raw_iterator_cf(self.store.cf(CF)?);
         match after {

@@ -105,7 +105,9 @@ pub fn destinations(node: &Node, entry: &LedgerEntry) -> Vec<String> {
         return Vec::new();
     }
     if matches!(r.operation, Some(Operation::Admission(_)))
-        || r.author.as_ref().is_some_and(|a| a.name == crate::projection::WORK_SERVICE)
+        || r.author
+            .as_ref()
+            .is_some_and(|a| a.name == crate::projection::WORK_SERVICE)
         || !entry.outcome.as_ref().is_some_and(|o| o.applied)
     {
         return Vec::new();

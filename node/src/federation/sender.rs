@@ -284,10 +284,22 @@ async fn send(
 /// Fetches newer receipts for records still lacking a decision or a proof: up to
 /// `POLL_PAGES` pages of 256 from `cursor` on, which then moves on (round-robin), so records that
 /// stay undecided (a long quarantine) do not starve the others.
-async fn poll(node: &Arc<Node>, peer: &Peer, ch: &Channel, cursor: &mut Option<RecordId>) -> Result<(), Fail> {
+async fn poll(
+    node: &Arc<Node>,
+    peer: &Peer,
+    ch: &Channel,
+    cursor: &mut Option<RecordId>,
+) -> Result<(), Fail> {
     for _ in 0..POLL_PAGES {
-        let ids = node.federation.receipts.pending(peer.name(), cursor.as_ref(), 256)?;
-        *cursor = if ids.len() < 256 { None } else { ids.last().copied() };
+        let ids = node
+            .federation
+            .receipts
+            .pending(peer.name(), cursor.as_ref(), 256)?;
+        *cursor = if ids.len() < 256 {
+            None
+        } else {
+            ids.last().copied()
+        };
         if ids.is_empty() {
             return Ok(());
         }
@@ -301,7 +313,12 @@ async fn poll(node: &Arc<Node>, peer: &Peer, ch: &Channel, cursor: &mut Option<R
 
 const POLL_PAGES: usize = 8;
 
-async fn poll_page(node: &Arc<Node>, peer: &Peer, ch: &Channel, ids: Vec<RecordId>) -> Result<(), Fail> {
+async fn poll_page(
+    node: &Arc<Node>,
+    peer: &Peer,
+    ch: &Channel,
+    ids: Vec<RecordId>,
+) -> Result<(), Fail> {
     let req = GetReceiptsRequest {
         record_ids: ids.iter().map(|i| i.to_vec().into()).collect(),
     };
@@ -487,7 +504,9 @@ async fn run_poller(node: Arc<Node>, name: String, cancel: CancellationToken) {
         if !pause(&cancel, every).await {
             return;
         }
-        let Some(peer) = node.federation.peers.get(&name).filter(|p| p.enabled()) else { return };
+        let Some(peer) = node.federation.peers.get(&name).filter(|p| p.enabled()) else {
+            return;
+        };
         let key = format!("{}\n{}", peer.record.endpoint, peer.record.tls_pem);
         if conn.as_ref().is_none_or(|(k, _)| *k != key) {
             match channel(&node, &peer) {
@@ -495,7 +514,9 @@ async fn run_poller(node: Arc<Node>, name: String, cancel: CancellationToken) {
                 Err(_) => continue,
             }
         }
-        let Some((_, ch)) = conn.clone() else { continue };
+        let Some((_, ch)) = conn.clone() else {
+            continue;
+        };
         let r = tokio::select! {
             _ = cancel.cancelled() => return,
             r = poll(&node, &peer, &ch, &mut cursor) => r,
