@@ -6,24 +6,12 @@ mod federation_common;
 
 use accord_proto::pb::federation::v1::ReceiptKind;
 use accord_proto::signing;
-use accord_tests::TestNode;
 use federation_common::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn duplicate_envelope_and_replayed_record_get_the_original_receipts() {
-    let b = TestNode::builder("globex")
-        .party("bob")
-        .config(fast)
-        .start()
-        .await
-        .unwrap();
     // acme is only a sender here: the test speaks for it with its node key and TLS identity.
-    let a = TestNode::builder("acme")
-        .party("alice")
-        .start()
-        .await
-        .unwrap();
-    b.add_peer(&a).await.unwrap();
+    let (b, a) = receiver_with_sender().await;
     let mut peer = AsPeer::new(&a, &b).await;
     let alice = signer(&a, "alice");
 

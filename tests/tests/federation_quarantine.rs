@@ -15,18 +15,7 @@ use prost::Message;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn record_before_its_basis_is_quarantined_then_admitted() {
-    let b = TestNode::builder("globex")
-        .party("bob")
-        .config(fast)
-        .start()
-        .await
-        .unwrap();
-    let a = TestNode::builder("acme")
-        .party("alice")
-        .start()
-        .await
-        .unwrap();
-    b.add_peer(&a).await.unwrap();
+    let (b, a) = receiver_with_sender().await;
     let mut peer = AsPeer::new(&a, &b).await;
     let alice = signer(&a, "alice");
     let c = "q-1";

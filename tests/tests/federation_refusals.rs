@@ -230,18 +230,7 @@ fn alice_sig(alice: &Signer) -> Vec<accord_proto::pb::record::v1::Signature> {
 /// no peer left the listener no longer asks for client certificates at all).
 #[tokio::test(flavor = "multi_thread")]
 async fn rotated_disabled_and_removed_peers() {
-    let b = TestNode::builder("globex")
-        .party("bob")
-        .config(fast)
-        .start()
-        .await
-        .unwrap();
-    let a = TestNode::builder("acme")
-        .party("alice")
-        .start()
-        .await
-        .unwrap();
-    b.add_peer(&a).await.unwrap();
+    let (b, a) = receiver_with_sender().await;
     let mut adm = b.admin().await.unwrap();
     let mut as_a = AsPeer::new(&a, &b).await;
     let alice = signer(&a, "alice");

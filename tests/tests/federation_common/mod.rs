@@ -319,6 +319,24 @@ pub fn reason(s: &tonic::Status) -> String {
         .to_string()
 }
 
+/// The usual pair: globex (party bob, fast federation timings) receiving, acme (party alice)
+/// added to it as a peer. Returns (receiver, sender).
+pub async fn receiver_with_sender() -> (TestNode, TestNode) {
+    let b = TestNode::builder("globex")
+        .party("bob")
+        .config(fast)
+        .start()
+        .await
+        .unwrap();
+    let a = TestNode::builder("acme")
+        .party("alice")
+        .start()
+        .await
+        .unwrap();
+    b.add_peer(&a).await.unwrap();
+    (b, a)
+}
+
 /// The config edit every federation test node gets.
 pub fn fast(text: &mut String, _: &std::path::Path) {
     text.push_str(accord_tests::FAST_FEDERATION);
