@@ -5,7 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
-cargo build --workspace --bins --quiet
+if [ ! -x target/debug/accord-node ]; then
+  echo "first build: compiling RocksDB's C++ and Accord (about 12 minutes on two cores; cargo shows progress)" >&2
+fi
+cargo build --workspace --bins
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
