@@ -48,6 +48,9 @@ pub struct Config {
     /// Federation delivery and admission tuning.
     #[serde(default)]
     pub federation: FederationConfig,
+    /// Node-wide resource limits.
+    #[serde(default)]
+    pub limits: LimitsConfig,
 }
 
 /// TLS settings.
@@ -112,6 +115,10 @@ pub struct PartyConfig {
     /// SHA-256 (hex) of the bearer token with which the party may `Declare` through the node.
     #[serde(default)]
     pub token_sha256: Option<String>,
+    /// SHA-256 (hex) of the DER of TLS client certificates (leaves) that authenticate as this
+    /// party. The certificate must also chain to a `tls.client_ca` (checked in the handshake).
+    #[serde(default)]
+    pub cert_sha256: Vec<String>,
 }
 
 /// Authorities granted by Access.
@@ -136,6 +143,32 @@ pub struct AdminConfig {
     /// SHA-256 (hex) of the operator's bearer token; AdminService is closed when absent.
     #[serde(default)]
     pub token_sha256: Option<String>,
+    /// SHA-256 (hex) of the DER of TLS client certificates (leaves) that authenticate as the
+    /// operator for WorkService and LogService reads.
+    #[serde(default)]
+    pub cert_sha256: Vec<String>,
+}
+
+/// Node-wide resource limits (`[limits]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Most `ListRecords` streams open at once, over all connections; beyond it a new one is
+    /// answered RESOURCE_EXHAUSTED. Default 256.
+    #[serde(default = "default_list_streams")]
+    pub list_streams: usize,
+}
+
+fn default_list_streams() -> usize {
+    256
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            list_streams: default_list_streams(),
+        }
+    }
 }
 
 /// K of N witnesses.
@@ -410,6 +443,10 @@ impl Config {
         if let Some(t) = &self.admin.token_sha256 {
             check_sha256_hex("admin.token_sha256", t)?;
         }
+        self.check_cert_hashes()?;
+        if self.limits.list_streams == 0 {
+            return Err(err("limits.list_streams", "must be > 0"));
+        }
         for (field, list) in [
             (
                 "authorities.administrative_close",
@@ -504,6 +541,35 @@ impl Config {
                     format!("peers[{i}].ca"),
                     format!("file not found: {}", p.ca.display()),
                 ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Client-certificate hashes: each well-formed, and each mapped to one identity only.
+    fn check_cert_hashes(&self) -> Result<(), ConfigError> {
+        let mut seen = std::collections::HashMap::new();
+        let lists = self
+            .parties
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (format!("parties[{i}].cert_sha256"), &p.cert_sha256))
+            .chain([("admin.cert_sha256".to_string(), &self.admin.cert_sha256)]);
+        for (field, list) in lists {
+            for (j, h) in list.iter().enumerate() {
+                let f = format!("{field}[{j}]");
+                match hex::decode(h) {
+                    Ok(b) if b.len() == 32 => {}
+                    _ => {
+                        return Err(err(
+                            f,
+                            "must be 64 hex digits (SHA-256 of the certificate's DER)",
+                        ));
+                    }
+                }
+                if let Some(first) = seen.insert(h.to_ascii_lowercase(), f.clone()) {
+                    return Err(err(f, format!("the same certificate is already {first}")));
+                }
             }
         }
         Ok(())

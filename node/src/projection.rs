@@ -26,6 +26,10 @@ pub struct Projection {
     open: BTreeSet<String>,
     /// Record id -> the applied `acted_upon` records about it (durability "acted upon").
     acted_upon: HashMap<RecordId, Vec<RecordId>>,
+    /// Commitment id -> every party that held a role on it after some applied record
+    /// ([`k::parties_with_role`]): who may read it (issue 8). A party keeps reading a
+    /// commitment it had a role on (it has seen it; its records are in it).
+    readers: HashMap<String, BTreeSet<k::Party>>,
 }
 
 impl Projection {
@@ -50,7 +54,21 @@ impl Projection {
         self.history.get(id).map(Vec::as_slice).unwrap_or(&[])
     }
 
+    /// Whether `who` may read commitment `id`: it had a role on it, or Access makes it the
+    /// commitment's principal or queue owner now ([`k::may_read`]). Unknown ids: false.
+    pub fn may_read(&self, id: &str, access: &k::Access, who: &k::Party) -> bool {
+        self.readers.get(id).is_some_and(|r| r.contains(who))
+            || self
+                .commitments
+                .get(id)
+                .is_some_and(|c| k::may_read(c, access, who))
+    }
+
     fn put(&mut self, c: k::Commitment) {
+        self.readers
+            .entry(c.id.clone())
+            .or_default()
+            .extend(k::parties_with_role(&c));
         if c.is_closed() {
             self.open.remove(&c.id);
         } else {

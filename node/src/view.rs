@@ -67,7 +67,13 @@ pub fn to_pb(c: &k::Commitment, now: i64) -> pb::GetCommitmentResponse {
         }),
         version: v.terms_version.to_vec().into(),
         obligee: Some(party_to_pb(&v.obligee)),
-        obligor: v.obligor.as_ref().map(party_to_pb),
+        // "Obligor (or candidate)" (work.proto): while an open request is addressed to one
+        // party, that candidate; a pool of candidates has no single one to show.
+        obligor: v
+            .obligor
+            .as_ref()
+            .or(v.offered_to.as_ref().filter(|_| !v.terminal))
+            .map(party_to_pb),
         acceptor: Some(party_to_pb(&v.acceptor)),
         history: Vec::new(),
         forward_count: v.forward_count,

@@ -281,6 +281,11 @@ impl TestNode {
             .to_string()
     }
 
+    /// The node process's id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// SIGKILL: no chance to flush anything.
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -593,4 +598,83 @@ impl TestNode {
 pub async fn federate(a: &TestNode, b: &TestNode) -> Result<()> {
     a.add_peer(b).await?;
     b.add_peer(a).await
+}
+
+/// Adds `authorization: Bearer <token>` to every call of a client (WorkService and LogService
+/// reads need a credential). An empty token adds nothing; a request that already carries an
+/// `authorization` entry keeps its own.
+#[derive(Clone, Debug)]
+pub struct Bearer(Option<tonic::metadata::AsciiMetadataValue>);
+
+impl Bearer {
+    /// The interceptor for `token` (whitespace around it is ignored, as in token files).
+    pub fn new(token: &str) -> Bearer {
+        let t = token.trim();
+        Bearer((!t.is_empty()).then(|| {
+            format!("Bearer {t}")
+                .parse()
+                .expect("token is ASCII metadata")
+        }))
+    }
+}
+
+impl tonic::service::Interceptor for Bearer {
+    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        // A request that carries its own credential keeps it.
+        if let Some(v) = &self.0
+            && !req.metadata().contains_key("authorization")
+        {
+            req.metadata_mut().insert("authorization", v.clone());
+        }
+        Ok(req)
+    }
+}
+
+/// A channel whose calls carry a bearer token.
+pub type Authed = tonic::service::interceptor::InterceptedService<Channel, Bearer>;
+/// A WorkService client whose calls carry a bearer token.
+pub type WorkClient = accord_proto::pb::work::v1::work_service_client::WorkServiceClient<Authed>;
+/// A LogService client whose calls carry a bearer token.
+pub type LogClient = accord_proto::pb::log::v1::log_service_client::LogServiceClient<Authed>;
+
+/// `req` with `authorization: Bearer <token>`.
+pub fn with_token<T>(t: T, token: &str) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(t);
+    r.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {}", token.trim())
+            .parse()
+            .expect("ascii token"),
+    );
+    r
+}
+
+/// Clients that present credentials.
+impl TestNode {
+    /// A WorkService client presenting the operator token (reads everything).
+    pub async fn work(&self) -> Result<WorkClient> {
+        self.work_as(&self.admin_token()).await
+    }
+
+    /// A WorkService client presenting `token` (a party's, the operator's, or any string; empty:
+    /// no credential).
+    pub async fn work_as(&self, token: &str) -> Result<WorkClient> {
+        Ok(WorkClient::with_interceptor(
+            self.channel().await?,
+            Bearer::new(token),
+        ))
+    }
+
+    /// A WorkService client presenting party `p`'s token.
+    pub async fn work_party(&self, p: &str) -> Result<WorkClient> {
+        self.work_as(&self.party_token(p)).await
+    }
+
+    /// A LogService client presenting `token` (empty: no credential).
+    pub async fn log_as(&self, token: &str) -> Result<LogClient> {
+        Ok(LogClient::with_interceptor(
+            self.channel().await?,
+            Bearer::new(token),
+        ))
+    }
 }

@@ -177,6 +177,8 @@ async fn cross_organisation_commitment_end_to_end() {
         "globex".into(),
         "--out".into(),
         file.display().to_string(),
+        "--token-file".into(),
+        a.dir.join("admin.token").display().to_string(),
     ];
     let verify = |vkey: String| {
         vec![

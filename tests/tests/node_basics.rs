@@ -3,7 +3,7 @@
 
 use accord_proto::note::Signer;
 use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
-use accord_proto::pb::work::v1::{self as work, work_service_client::WorkServiceClient};
+use accord_proto::pb::work::v1 as work;
 use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
 use accord_tests::TestNode;
 
@@ -88,7 +88,7 @@ async fn submit_get_list_declare_and_bad_input() {
         .await
         .unwrap();
     let alice = Signer::from_skey(node.party_skey("alice").trim()).unwrap();
-    let mut c = WorkServiceClient::new(node.channel().await.unwrap());
+    let mut c = node.work().await.unwrap();
 
     let signed = signing::sign_record(&alice, &request("acme", "alice", "c-1", 1));
     let r = c
@@ -222,7 +222,7 @@ async fn acknowledged_records_survive_kill_9() {
         .await
         .unwrap();
     let alice = Signer::from_skey(node.party_skey("alice").trim()).unwrap();
-    let mut c = WorkServiceClient::new(node.channel().await.unwrap());
+    let mut c = node.work().await.unwrap();
     let mut acked = Vec::new();
     // Concurrent submits share group commits; every acknowledged one must survive.
     let mut tasks = Vec::new();
@@ -238,7 +238,7 @@ async fn acknowledged_records_survive_kill_9() {
     }
     node.kill9();
     node.spawn().await.unwrap();
-    c = WorkServiceClient::new(node.channel().await.unwrap());
+    c = node.work().await.unwrap();
     for a in &acked {
         let e = c
             .get_record(work::GetRecordRequest {

@@ -6,14 +6,13 @@
 use accord_proto::note::Signer;
 use accord_proto::pb::log::v1::{GetCheckpointRequest, log_service_client::LogServiceClient};
 use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
-use accord_proto::pb::work::v1::{self as work, work_service_client::WorkServiceClient};
+use accord_proto::pb::work::v1 as work;
 use accord_proto::signing;
-use accord_tests::{TestNode, TestWitness, eventually, run_bin};
+use accord_tests::{TestNode, TestWitness, WorkClient, eventually, run_bin};
 use std::time::Duration;
-use tonic::transport::Channel;
 
 async fn submit(
-    c: &mut WorkServiceClient<Channel>,
+    c: &mut WorkClient,
     alice: &Signer,
     i: u32,
 ) -> work::SubmitResponse {
@@ -45,7 +44,7 @@ async fn submit(
     .into_inner()
 }
 
-async fn witnessed(c: &WorkServiceClient<Channel>, id: &[u8]) -> work::GetDurabilityResponse {
+async fn witnessed(c: &WorkClient, id: &[u8]) -> work::GetDurabilityResponse {
     let (c, id) = (c.clone(), id.to_vec());
     eventually(Duration::from_secs(30), move || {
         let (mut c, id) = (c.clone(), id.clone());
@@ -92,7 +91,7 @@ async fn node_and_two_witnesses_reach_witnessed() {
     node.spawn().await.unwrap();
 
     let alice = Signer::from_skey(node.party_skey("alice").trim()).unwrap();
-    let mut c = WorkServiceClient::new(node.channel().await.unwrap());
+    let mut c = node.work().await.unwrap();
     let mut last = None;
     for i in 0..5 {
         last = Some(submit(&mut c, &alice, i).await);
@@ -168,7 +167,7 @@ async fn node_and_two_witnesses_reach_witnessed() {
     let size_before = cp.size;
     assert!(node.terminate().unwrap());
     node.spawn().await.unwrap();
-    let mut c = WorkServiceClient::new(node.channel().await.unwrap());
+    let mut c = node.work().await.unwrap();
     let mut log = LogServiceClient::new(node.channel().await.unwrap());
     let after_restart = log
         .get_checkpoint(GetCheckpointRequest {})

@@ -3,10 +3,9 @@
 
 use accord_proto::note::Signer;
 use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
-use accord_proto::pb::work::v1::{self as work, work_service_client::WorkServiceClient};
+use accord_proto::pb::work::v1 as work;
 use accord_proto::signing;
-use accord_tests::TestNode;
-use tonic::transport::Channel;
+use accord_tests::{TestNode, WorkClient};
 
 fn p(name: &str) -> Option<PartyRef> {
     Some(PartyRef {
@@ -16,7 +15,7 @@ fn p(name: &str) -> Option<PartyRef> {
 }
 
 async fn submit(
-    c: &mut WorkServiceClient<Channel>,
+    c: &mut WorkClient,
     who: &Signer,
     author: &str,
     op: Operation,
@@ -38,7 +37,7 @@ async fn submit(
     .into_inner()
 }
 
-async fn state(c: &mut WorkServiceClient<Channel>) -> work::GetCommitmentResponse {
+async fn state(c: &mut WorkClient) -> work::GetCommitmentResponse {
     c.get_commitment(work::GetCommitmentRequest {
         commitment_id: "c-1".into(),
     })
@@ -57,7 +56,7 @@ async fn full_lifecycle_over_grpc() {
         .unwrap();
     let alice = Signer::from_skey(node.party_skey("alice").trim()).unwrap();
     let bob = Signer::from_skey(node.party_skey("bob").trim()).unwrap();
-    let mut c = WorkServiceClient::new(node.channel().await.unwrap());
+    let mut c = node.work().await.unwrap();
 
     let terms = |t: &str| {
         Some(rec::Terms {
@@ -241,6 +240,6 @@ async fn full_lifecycle_over_grpc() {
     // Records are the truth: after kill -9 the replay derives the same state and history.
     node.kill9();
     node.spawn().await.unwrap();
-    let mut c = WorkServiceClient::new(node.channel().await.unwrap());
+    let mut c = node.work().await.unwrap();
     assert_eq!(state(&mut c).await, before);
 }

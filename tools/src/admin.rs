@@ -134,6 +134,16 @@ pub enum QuarantineCmd {
 
 /// A TLS channel to a node.
 pub async fn connect(endpoint: &str, ca: &Path, domain: Option<&str>) -> Result<Channel> {
+    connect_with(endpoint, ca, domain, None).await
+}
+
+/// A TLS channel to a node, presenting a client certificate (PEM cert, key) when given.
+pub async fn connect_with(
+    endpoint: &str,
+    ca: &Path,
+    domain: Option<&str>,
+    identity: Option<(&[u8], &[u8])>,
+) -> Result<Channel> {
     let pem = std::fs::read(ca).with_context(|| format!("--ca {}", ca.display()))?;
     let uri: tonic::transport::Uri = endpoint
         .parse()
@@ -145,7 +155,7 @@ pub async fn connect(endpoint: &str, ca: &Path, domain: Option<&str>) -> Result<
         .trim_end_matches(']')
         .to_string();
     let domain = domain.map(str::to_string).unwrap_or(host);
-    accord_node::tls::connect(endpoint, &pem, None, &domain)
+    accord_node::tls::connect(endpoint, &pem, identity, &domain)
         .await
         .map_err(|e| anyhow!("{e}"))
 }

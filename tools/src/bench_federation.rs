@@ -193,7 +193,7 @@ pub async fn run(a: FederationArgs) -> Result<()> {
     let mut hist = Histogram::<u64>::new(3)?;
     let watcher = {
         let sent = sent.clone();
-        let mut work = WorkServiceClient::new(nb.channel().await?);
+        let mut work = nb.work().await?;
         let from = ledger_size(&mut admin_b, &nb).await?;
         let n = recs.len();
         tokio::spawn(async move {

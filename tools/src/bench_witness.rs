@@ -7,7 +7,7 @@ use accord_proto::checkpoint::{Checkpoint, Cosigner};
 use accord_proto::merkle::{self, MemoryTree};
 use accord_proto::note::Signer;
 use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
-use accord_proto::pb::work::v1::{self as work, work_service_client::WorkServiceClient};
+use accord_proto::pb::work::v1 as work;
 use accord_witness::{AddCheckpoint, LogConfig, Witness, WitnessOptions};
 use anyhow::Result;
 use std::sync::Arc;
@@ -108,7 +108,7 @@ pub async fn run(a: WitnessArgs) -> Result<()> {
     })
     .await?;
     let alice = node.party("alice")?;
-    let mut c = WorkServiceClient::new(node.channel().await?);
+    let mut c = node.work().await?;
     let mut times = Vec::new();
     for i in 0..a.samples {
         let r = Record {

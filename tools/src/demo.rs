@@ -8,11 +8,11 @@
 use crate::inproc::{InProcNode, InProcWitness, add_peer, init_node};
 use accord_proto::note::Signer;
 use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
-use accord_proto::pb::work::v1::{self as work, work_service_client::WorkServiceClient};
+use crate::creds::WorkClient;
+use accord_proto::pb::work::v1 as work;
 use accord_proto::signing;
 use anyhow::Result;
 use std::time::Duration;
-use tonic::transport::Channel;
 
 fn party(org: &str, name: &str) -> Option<PartyRef> {
     Some(PartyRef {
@@ -38,7 +38,7 @@ struct Submitted {
 }
 
 async fn submit(
-    c: &mut WorkServiceClient<Channel>,
+    c: &mut WorkClient,
     node: &'static str,
     who: &Signer,
     r: Record,
@@ -72,7 +72,7 @@ async fn submit(
 }
 
 async fn durability(
-    c: &mut WorkServiceClient<Channel>,
+    c: &mut WorkClient,
     id: &[u8],
 ) -> Result<work::GetDurabilityResponse> {
     Ok(c.get_durability(work::GetDurabilityRequest {
@@ -131,8 +131,8 @@ pub async fn run() -> Result<()> {
     );
     println!("node acme   on {} (gRPC over TLS)", acme.addr);
     println!("node globex on {} (gRPC over TLS)", globex.addr);
-    let mut ca = WorkServiceClient::new(acme.channel().await?);
-    let mut cg = WorkServiceClient::new(globex.channel().await?);
+    let mut ca = acme.work().await?;
+    let mut cg = globex.work().await?;
     add_peer(&acme, &globex, &["bob"]).await?;
     add_peer(&globex, &acme, &["alice"]).await?;
     println!("the nodes are peers (mutual TLS; each knows the other's keys)\n");
@@ -292,7 +292,7 @@ pub async fn run() -> Result<()> {
 /// Waits (bounded) until the record's durability reaches `want` (on its own axis), printing the
 /// steps it passes through.
 async fn wait_for(
-    c: &mut WorkServiceClient<Channel>,
+    c: &mut WorkClient,
     id: &[u8],
     want: work::Durability,
 ) -> Result<()> {

@@ -66,6 +66,17 @@ impl InProcNode {
             .context("connect to node")
     }
 
+    /// A WorkService client presenting the operator token (reads everything).
+    pub async fn work(&self) -> Result<crate::creds::WorkClient> {
+        let bearer = crate::creds::Bearer::from_file(&self.dir.join("admin.token"))?;
+        Ok(
+            accord_proto::pb::work::v1::work_service_client::WorkServiceClient::with_interceptor(
+                self.channel().await?,
+                bearer,
+            ),
+        )
+    }
+
     /// A party's signing key.
     pub fn party(&self, p: &str) -> Result<accord_proto::note::Signer> {
         let t = std::fs::read_to_string(self.dir.join(format!("parties/{p}.skey")))?;

@@ -6,6 +6,7 @@ mod bench;
 mod bench_federation;
 mod bench_log;
 mod bench_witness;
+mod creds;
 mod demo;
 mod inproc;
 mod offline;

@@ -15,7 +15,7 @@
 use accord_node::federation::receipts;
 use accord_proto::note::Verifier;
 use accord_proto::pb::federation::v1::Signed;
-use accord_proto::pb::work::v1::{GetDurabilityRequest, work_service_client::WorkServiceClient};
+use accord_proto::pb::work::v1::GetDurabilityRequest;
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, Subcommand};
 use prost::Message;
@@ -55,15 +55,9 @@ pub struct VerifyArgs {
 /// Options of `receipt fetch`.
 #[derive(Debug, Args)]
 pub struct FetchArgs {
-    /// The sending node's endpoint, e.g. https://127.0.0.1:7443.
-    #[arg(long, env = "ACCORD_NODE")]
-    pub node: String,
-    /// PEM CA of the node's TLS certificate.
-    #[arg(long, env = "ACCORD_CA")]
-    pub ca: PathBuf,
-    /// The TLS name to expect (default: the endpoint's host).
-    #[arg(long)]
-    pub domain: Option<String>,
+    /// The sending node and a credential that may read the record.
+    #[command(flatten)]
+    pub conn: crate::creds::ReadArgs,
     /// The record id (hex).
     #[arg(long)]
     pub record: String,
@@ -165,9 +159,11 @@ pub fn verify(a: VerifyArgs) -> ExitCode {
 
 /// `receipt fetch`.
 pub async fn fetch(a: FetchArgs) -> Result<()> {
-    let ch = crate::admin::connect(&a.node, &a.ca, a.domain.as_deref()).await?;
     let id = hex::decode(&a.record).context("--record: not hex")?;
-    let d = WorkServiceClient::new(ch)
+    let d = a
+        .conn
+        .work()
+        .await?
         .get_durability(GetDurabilityRequest {
             record_id: id.into(),
         })

@@ -41,6 +41,7 @@
 //! | [`roles`] | who holds which role ("Who" columns) |
 //! | [`commitment`] | the derived state (every axis the records determine) |
 //! | [`rejection`] | the machine-readable rejection codes |
+//! | [`visibility`] | who may read a commitment (the parties with a role on it) |
 //!
 //! ## Choices where the seed is silent
 //!
@@ -117,6 +118,7 @@ pub mod rules;
 pub mod service;
 pub mod state;
 pub mod view;
+pub mod visibility;
 
 pub use access::{Access, Authority, Grant, Members};
 pub use apply::{Effect, Notification, apply};
@@ -132,3 +134,4 @@ pub use rules::{Outcome, Role, RuleKey};
 pub use service::{ImplicitBlock, ServiceAction, ServiceKind, due_work};
 pub use state::State;
 pub use view::{Category, Flag, Move, MoveRow, View, view};
+pub use visibility::{may_read, parties_with_role};

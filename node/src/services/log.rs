@@ -1,5 +1,11 @@
 //! `accord.log.v1.LogService`: checkpoints and proofs, served from storage in O(log n) reads.
+//!
+//! Checkpoints and consistency proofs are open to anyone: they reveal tree sizes and hashes, no
+//! record content. An inclusion proof is about one record, so it needs a credential and is given
+//! only to a caller who may read that record (issue 8; [`super::visibility`]); otherwise it is
+//! NOT_FOUND exactly as for an unknown record.
 
+use super::visibility::{Visibility, record_not_found};
 use crate::error::Error;
 use crate::server::Node;
 use accord_proto::pb::log::v1 as pb;
@@ -11,11 +17,13 @@ use tonic::{Request, Response, Status};
 #[derive(Debug, Clone)]
 pub struct LogApi {
     node: Arc<Node>,
+    rules: Arc<Visibility>,
 }
 
 /// The service, ready to add to a tonic server.
 pub fn server(node: Arc<Node>) -> LogServiceServer<LogApi> {
-    LogServiceServer::new(LogApi { node })
+    let rules = Arc::new(Visibility::new(&node.config));
+    LogServiceServer::new(LogApi { node, rules })
 }
 
 fn hashes(v: Vec<[u8; 32]>) -> Vec<prost::bytes::Bytes> {
@@ -60,16 +68,30 @@ impl LogService for LogApi {
         &self,
         req: Request<pb::GetInclusionProofRequest>,
     ) -> Result<Response<pb::GetInclusionProofResponse>, Status> {
+        let caller = self.node.tokens.caller(&req)?;
         let r = req.into_inner();
+        let store = self.node.ledger.store();
+        let visible = |seq: u64| -> Result<bool, Error> {
+            Ok(match store.get(seq)? {
+                Some(e) => self.rules.entry(&self.node, &caller, &e)?,
+                None => false,
+            })
+        };
         let index = match r.leaf {
-            Some(pb::get_inclusion_proof_request::Leaf::LeafIndex(i)) => i,
+            Some(pb::get_inclusion_proof_request::Leaf::LeafIndex(i)) => {
+                // A leaf past the log is a bad argument for everyone (the size is public); a
+                // leaf the caller may not read is NOT_FOUND.
+                if i < self.node.ledger.len() && !visible(i)? {
+                    return Err(Error::NotFound(format!("leaf {i}")).into());
+                }
+                i
+            }
             Some(pb::get_inclusion_proof_request::Leaf::RecordId(id)) => {
                 let id = super::work::record_id_field("record_id", &id)?;
-                self.node
-                    .ledger
-                    .store()
-                    .seq_of(&id)?
-                    .ok_or_else(|| Error::NotFound(format!("record {}", hex::encode(id))))?
+                match store.seq_of(&id)? {
+                    Some(seq) if visible(seq)? => seq,
+                    _ => return Err(record_not_found(&id).into()),
+                }
             }
             None => {
                 return Err(Error::invalid("leaf", "a record_id or leaf_index is required").into());

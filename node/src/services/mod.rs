@@ -3,5 +3,7 @@
 
 pub mod admin;
 pub mod federation;
+pub mod listing;
 pub mod log;
+pub mod visibility;
 pub mod work;

@@ -1,4 +1,6 @@
-//! `accord.work.v1.WorkService`: submit, declare, read records and derived state.
+//! `accord.work.v1.WorkService`: submit, declare, read records and derived state. Every read
+//! needs a credential ([`crate::auth::Caller`]) and shows only what the caller may see
+//! ([`super::visibility`]).
 
 use crate::error::Error;
 use crate::ledger::Append;
@@ -8,19 +10,32 @@ use accord_proto::pb::work::v1 as pb;
 use accord_proto::pb::work::v1::work_service_server::{WorkService, WorkServiceServer};
 use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE, RecordId};
 use prost::Message;
+use super::visibility::{Visibility, commitment_not_found, record_not_found};
+use crate::auth::Caller;
 use std::pin::Pin;
 use std::sync::Arc;
+use tokio::sync::Semaphore;
 use tonic::{Request, Response, Status};
 
 /// The WorkService implementation.
 #[derive(Debug, Clone)]
 pub struct WorkApi {
     node: Arc<Node>,
+    rules: Arc<Visibility>,
+    /// Open `ListRecords` streams, node-wide (`limits.list_streams`); each holds a permit.
+    streams: Arc<Semaphore>,
 }
 
 /// The service, ready to add to a tonic server.
 pub fn server(node: Arc<Node>) -> WorkServiceServer<WorkApi> {
-    WorkServiceServer::new(WorkApi { node }).max_decoding_message_size(4 * 1024 * 1024)
+    let rules = Arc::new(Visibility::new(&node.config));
+    let streams = Arc::new(Semaphore::new(node.config.limits.list_streams));
+    WorkServiceServer::new(WorkApi {
+        node,
+        rules,
+        streams,
+    })
+    .max_decoding_message_size(4 * 1024 * 1024)
 }
 
 /// Parses a 32-byte record id field.
@@ -105,6 +120,17 @@ pub fn verify_local(node: &Node, signed: &SignedRecord) -> Result<(RecordId, Rec
 }
 
 impl WorkApi {
+    /// Authenticates a read (every read needs a credential) and notes who in the span.
+    fn caller<T>(&self, req: &Request<T>) -> Result<Caller, Error> {
+        let caller = self.node.tokens.caller(req)?;
+        let who = match &caller {
+            Caller::Operator => "operator".to_string(),
+            Caller::Party(p) => format!("party:{p}"),
+        };
+        tracing::Span::current().record("caller", who);
+        Ok(caller)
+    }
+
     async fn append(
         &self,
         signed: SignedRecord,
@@ -180,77 +206,64 @@ impl WorkService for WorkApi {
         Ok(Response::new(self.append(signed, record, id).await?))
     }
 
-    #[tracing::instrument(skip_all)]
+    #[tracing::instrument(skip_all, fields(caller))]
     async fn get_record(
         &self,
         req: Request<pb::GetRecordRequest>,
     ) -> Result<Response<pb::GetRecordResponse>, Status> {
+        let caller = self.caller(&req)?;
         let id = record_id_field("record_id", &req.into_inner().record_id)?;
-        let entry = self
-            .node
-            .ledger
-            .get_by_id(&id)?
-            .ok_or_else(|| Error::NotFound(format!("record {}", hex::encode(id))))?;
+        let entry = match self.node.ledger.get_by_id(&id)? {
+            Some(e) if self.rules.entry(&self.node, &caller, &e)? => e,
+            _ => return Err(record_not_found(&id).into()),
+        };
         Ok(Response::new(pb::GetRecordResponse { entry: Some(entry) }))
     }
 
     type ListRecordsStream = Stream<pb::LedgerEntry>;
 
-    #[tracing::instrument(skip_all, fields(from = req.get_ref().from_sequence, limit = req.get_ref().limit))]
+    #[tracing::instrument(skip_all, fields(caller, from = req.get_ref().from_sequence, limit = req.get_ref().limit))]
     async fn list_records(
         &self,
         req: Request<pb::ListRecordsRequest>,
     ) -> Result<Response<Self::ListRecordsStream>, Status> {
+        let caller = self.caller(&req)?;
+        let Ok(permit) = self.streams.clone().try_acquire_owned() else {
+            return Err(Error::ResourceExhausted(format!(
+                "{} ListRecords streams are open (limits.list_streams); retry later",
+                self.node.config.limits.list_streams
+            ))
+            .into());
+        };
         let pb::ListRecordsRequest {
             from_sequence,
             limit,
         } = req.into_inner();
-        let end = match limit {
-            0 => self.node.ledger.len(),
-            n => from_sequence.saturating_add(n).min(self.node.ledger.len()),
+        let listing = super::listing::Listing {
+            node: self.node.clone(),
+            rules: self.rules.clone(),
+            caller,
+            next: from_sequence,
+            end: self.node.ledger.len(),
+            remaining: if limit == 0 { u64::MAX } else { limit },
+            buf: Default::default(),
+            _permit: permit,
         };
-        let store = self.node.ledger.store().clone();
-        let (tx, rx) = tokio::sync::mpsc::channel(4);
-        tokio::spawn(async move {
-            let mut next = from_sequence;
-            while next < end {
-                let n = (end - next).min(256) as usize;
-                let s = store.clone();
-                let chunk = match tokio::task::spawn_blocking(move || s.range(next, n)).await {
-                    Ok(Ok(c)) if !c.is_empty() => c,
-                    Ok(Ok(_)) => break,
-                    Ok(Err(e)) => {
-                        let _ = tx.send(Err(Status::from(e))).await;
-                        break;
-                    }
-                    Err(e) => {
-                        let _ = tx
-                            .send(Err(Status::from(Error::Internal(e.to_string()))))
-                            .await;
-                        break;
-                    }
-                };
-                for entry in chunk {
-                    next = entry.sequence + 1;
-                    if tx.send(Ok(entry)).await.is_err() {
-                        return;
-                    }
-                }
-            }
-        });
-        Ok(Response::new(Box::pin(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
-        )))
+        Ok(Response::new(Box::pin(listing.into_stream())))
     }
 
-    #[tracing::instrument(skip_all, fields(commitment = %req.get_ref().commitment_id))]
+    #[tracing::instrument(skip_all, fields(caller, commitment = %req.get_ref().commitment_id))]
     async fn get_commitment(
         &self,
         req: Request<pb::GetCommitmentRequest>,
     ) -> Result<Response<pb::GetCommitmentResponse>, Status> {
+        let caller = self.caller(&req)?;
         let id = req.into_inner().commitment_id;
         if id.is_empty() {
             return Err(Error::invalid("commitment_id", "required").into());
+        }
+        if !self.rules.commitment(&self.node, &caller, &id)? {
+            return Err(commitment_not_found(&id).into());
         }
         let view = self
             .node
@@ -258,23 +271,26 @@ impl WorkService for WorkApi {
             .read()
             .map_err(|_| Error::Internal("projection lock poisoned".into()))?
             .commitment(&id, crate::clock::now_ms());
-        Ok(Response::new(view.ok_or_else(|| {
-            Error::NotFound(format!("commitment {id:?}"))
-        })?))
+        Ok(Response::new(
+            view.ok_or_else(|| commitment_not_found(&id))?,
+        ))
     }
 
-    #[tracing::instrument(skip_all)]
+    #[tracing::instrument(skip_all, fields(caller))]
     async fn get_durability(
         &self,
         req: Request<pb::GetDurabilityRequest>,
     ) -> Result<Response<pb::GetDurabilityResponse>, Status> {
+        let caller = self.caller(&req)?;
         let id = record_id_field("record_id", &req.into_inner().record_id)?;
-        let seq = self
-            .node
-            .ledger
-            .store()
-            .seq_of(&id)?
-            .ok_or_else(|| Error::NotFound(format!("record {}", hex::encode(id))))?;
+        let store = self.node.ledger.store();
+        let seq = match store.seq_of(&id)? {
+            Some(seq) => match store.get(seq)? {
+                Some(e) if self.rules.entry(&self.node, &caller, &e)? => seq,
+                _ => return Err(record_not_found(&id).into()),
+            },
+            None => return Err(record_not_found(&id).into()),
+        };
         // Durability is derived, never stored per record: the checkpoints say how far it got.
         let witnessed = self.node.log.witnessed().filter(|c| seq < c.size);
         let latest = self.node.log.latest().filter(|c| seq < c.size);

@@ -11,7 +11,7 @@ use accord_proto::pb::federation::v1::{
 use accord_proto::pb::record::v1::{
     self as rec, PartyRef, Record, SignedRecord, record::Operation,
 };
-use accord_proto::pb::work::v1::{self as work, work_service_client::WorkServiceClient};
+use accord_proto::pb::work::v1 as work;
 use accord_proto::signing::{self, ENVELOPE_PAYLOAD_TYPE};
 use accord_tests::TestNode;
 use prost::Message;
@@ -101,8 +101,9 @@ pub fn node_signer(node: &TestNode) -> Signer {
     Signer::from_skey(t.trim()).expect("node skey parses")
 }
 
-pub async fn work(node: &TestNode) -> WorkServiceClient<Channel> {
-    WorkServiceClient::new(node.channel().await.expect("channel"))
+/// A WorkService client with the operator's token (reads everything).
+pub async fn work(node: &TestNode) -> accord_tests::WorkClient {
+    node.work().await.expect("channel")
 }
 
 /// Submits a record signed by `signer`.
