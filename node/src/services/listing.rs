@@ -18,7 +18,7 @@ use tonic::Status;
 /// Most entries one chunk holds.
 const CHUNK_ENTRIES: usize = 32;
 /// A chunk stops growing once its entries reach this many encoded bytes.
-const CHUNK_BYTES: usize = 32 * 1024;
+const CHUNK_BYTES: usize = 16 * 1024;
 /// Most entries one read step looks at (a party's filtered stream may skip many).
 const SCAN: u64 = 1024;
 
