@@ -574,3 +574,59 @@ async fn many_unread_list_streams_keep_memory_bounded() {
     );
     drop(held);
 }
+
+#[test]
+fn the_config_validates_certificate_mappings_and_the_stream_cap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("acme");
+    let (code, _, err) = accord_tests::run_bin(
+        "accord-node",
+        &[
+            "init",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--name",
+            "acme",
+            "--party",
+            "alice",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        None,
+    )
+    .unwrap();
+    assert_eq!(code, 0, "{err}");
+    let cfg = dir.join("accord.toml");
+    let good = std::fs::read_to_string(&cfg).unwrap();
+    let h = "ab".repeat(32);
+    let alice = "name = \"alice\"\n";
+    for (edit, field) in [
+        (
+            good.replace(alice, &format!("{alice}cert_sha256 = [\"12zz\"]\n")),
+            "parties[0].cert_sha256[0]",
+        ),
+        (
+            format!("{good}\n[limits]\nlist_streams = 0\n"),
+            "limits.list_streams",
+        ),
+        (
+            // One certificate for two identities is ambiguous.
+            good.replace(alice, &format!("{alice}cert_sha256 = [\"{h}\"]\n"))
+                .replace(
+                    "[admin]\n",
+                    &format!("[admin]\ncert_sha256 = [\"{}\"]\n", h.to_uppercase()),
+                ),
+            "admin.cert_sha256[0]",
+        ),
+    ] {
+        std::fs::write(&cfg, edit).unwrap();
+        let (code, _, err) = accord_tests::run_bin(
+            "accord-node",
+            &["serve", "--config", cfg.to_str().unwrap()],
+            None,
+        )
+        .unwrap();
+        assert_ne!(code, 0, "{field}: should fail");
+        assert!(err.contains(field), "{field} not named in: {err}");
+    }
+}

@@ -130,7 +130,10 @@ async fn submit_get_list_declare_and_bad_input() {
     assert_eq!(d.sequence, r.sequence + 1);
 
     // Declare without a token: Unauthenticated.
-    let e = c
+    let e = node
+        .work_as("")
+        .await
+        .unwrap()
         .declare(work::DeclareRequest {
             record: Some(request("acme", "alice", "c-3", 3)),
         })
