@@ -121,7 +121,10 @@ impl Tokens {
     /// peer node's, say — is no credential for reads: UNAUTHENTICATED.
     pub fn caller<T>(&self, req: &tonic::Request<T>) -> Result<Caller, Error> {
         if let Some(h) = bearer(req)? {
-            let admin = self.admin.filter(|a| ct_eq(a, &h)).map(|_| Caller::Operator);
+            let admin = self
+                .admin
+                .filter(|a| ct_eq(a, &h))
+                .map(|_| Caller::Operator);
             let party = find(&self.parties, &h).map(|p| Caller::Party(p.clone()));
             return party
                 .or(admin)

@@ -637,6 +637,14 @@ pub type WorkClient = accord_proto::pb::work::v1::work_service_client::WorkServi
 /// A LogService client whose calls carry a bearer token.
 pub type LogClient = accord_proto::pb::log::v1::log_service_client::LogServiceClient<Authed>;
 
+/// A WorkService client over `ch` presenting `token` (empty: no credential).
+pub fn work_client(ch: Channel, token: &str) -> WorkClient {
+    accord_proto::pb::work::v1::work_service_client::WorkServiceClient::with_interceptor(
+        ch,
+        Bearer::new(token),
+    )
+}
+
 /// `req` with `authorization: Bearer <token>`.
 pub fn with_token<T>(t: T, token: &str) -> tonic::Request<T> {
     let mut r = tonic::Request::new(t);
@@ -659,10 +667,7 @@ impl TestNode {
     /// A WorkService client presenting `token` (a party's, the operator's, or any string; empty:
     /// no credential).
     pub async fn work_as(&self, token: &str) -> Result<WorkClient> {
-        Ok(WorkClient::with_interceptor(
-            self.channel().await?,
-            Bearer::new(token),
-        ))
+        Ok(work_client(self.channel().await?, token))
     }
 
     /// A WorkService client presenting party `p`'s token.
@@ -672,9 +677,11 @@ impl TestNode {
 
     /// A LogService client presenting `token` (empty: no credential).
     pub async fn log_as(&self, token: &str) -> Result<LogClient> {
-        Ok(LogClient::with_interceptor(
-            self.channel().await?,
-            Bearer::new(token),
-        ))
+        Ok(
+            accord_proto::pb::log::v1::log_service_client::LogServiceClient::with_interceptor(
+                self.channel().await?,
+                Bearer::new(token),
+            ),
+        )
     }
 }

@@ -98,7 +98,10 @@ async fn get_record(c: &mut WorkClient, id: &[u8]) -> Result<work::LedgerEntry, 
     .expect("entry"))
 }
 
-async fn durability(c: &mut WorkClient, id: &[u8]) -> Result<work::GetDurabilityResponse, tonic::Status> {
+async fn durability(
+    c: &mut WorkClient,
+    id: &[u8],
+) -> Result<work::GetDurabilityResponse, tonic::Status> {
     Ok(c.get_durability(work::GetDurabilityRequest {
         record_id: id.to_vec().into(),
     })
@@ -106,7 +109,10 @@ async fn durability(c: &mut WorkClient, id: &[u8]) -> Result<work::GetDurability
     .into_inner())
 }
 
-async fn commitment(c: &mut WorkClient, id: &str) -> Result<work::GetCommitmentResponse, tonic::Status> {
+async fn commitment(
+    c: &mut WorkClient,
+    id: &str,
+) -> Result<work::GetCommitmentResponse, tonic::Status> {
     Ok(c.get_commitment(work::GetCommitmentRequest {
         commitment_id: id.into(),
     })
@@ -114,16 +120,24 @@ async fn commitment(c: &mut WorkClient, id: &str) -> Result<work::GetCommitmentR
     .into_inner())
 }
 
-async fn proof_by_id(c: &mut LogClient, id: &[u8]) -> Result<log::GetInclusionProofResponse, tonic::Status> {
+async fn proof_by_id(
+    c: &mut LogClient,
+    id: &[u8],
+) -> Result<log::GetInclusionProofResponse, tonic::Status> {
     Ok(c.get_inclusion_proof(log::GetInclusionProofRequest {
-        leaf: Some(log::get_inclusion_proof_request::Leaf::RecordId(id.to_vec().into())),
+        leaf: Some(log::get_inclusion_proof_request::Leaf::RecordId(
+            id.to_vec().into(),
+        )),
         tree_size: 0,
     })
     .await?
     .into_inner())
 }
 
-async fn proof_by_index(c: &mut LogClient, i: u64) -> Result<log::GetInclusionProofResponse, tonic::Status> {
+async fn proof_by_index(
+    c: &mut LogClient,
+    i: u64,
+) -> Result<log::GetInclusionProofResponse, tonic::Status> {
     Ok(c.get_inclusion_proof(log::GetInclusionProofRequest {
         leaf: Some(log::get_inclusion_proof_request::Leaf::LeafIndex(i)),
         tree_size: 0,
@@ -142,7 +156,12 @@ struct Fixture {
 }
 
 async fn fixture(node: TestNode) -> Fixture {
-    let ab = declare(&node, "alice", request("alice", "bob", "c-ab", "build it", 1)).await;
+    let ab = declare(
+        &node,
+        "alice",
+        request("alice", "bob", "c-ab", "build it", 1),
+    )
+    .await;
     let cd = declare(
         &node,
         "carol",
@@ -238,12 +257,21 @@ async fn reads_need_a_credential_and_show_only_what_the_caller_may_see() {
     let absent = answer(get_record(&mut alice, &unknown).await.unwrap_err());
     assert_eq!(hidden.0, Code::NotFound);
     assert_eq!((hidden.0, &hidden.1), (absent.0, &absent.1));
-    assert_eq!(hidden.2, format!("not found: record {}", hex::encode(&f.cd)));
-    assert_eq!(absent.2, format!("not found: record {}", hex::encode(unknown)));
+    assert_eq!(
+        hidden.2,
+        format!("not found: record {}", hex::encode(&f.cd))
+    );
+    assert_eq!(
+        absent.2,
+        format!("not found: record {}", hex::encode(unknown))
+    );
     let hidden = answer(durability(&mut alice, &f.cd).await.unwrap_err());
     let absent = answer(durability(&mut alice, &unknown).await.unwrap_err());
     assert_eq!((hidden.0, &hidden.1), (absent.0, &absent.1));
-    assert_eq!(hidden.2, format!("not found: record {}", hex::encode(&f.cd)));
+    assert_eq!(
+        hidden.2,
+        format!("not found: record {}", hex::encode(&f.cd))
+    );
     let hidden = answer(commitment(&mut alice, "c-cd").await.unwrap_err());
     let absent = answer(commitment(&mut alice, "c-zz").await.unwrap_err());
     assert_eq!((hidden.0, &hidden.1), (absent.0, &absent.1));
@@ -253,7 +281,10 @@ async fn reads_need_a_credential_and_show_only_what_the_caller_may_see() {
     let hidden = answer(proof_by_id(&mut alice_log, &f.cd).await.unwrap_err());
     let absent = answer(proof_by_id(&mut alice_log, &unknown).await.unwrap_err());
     assert_eq!((hidden.0, &hidden.1), (absent.0, &absent.1));
-    assert_eq!(hidden.2, format!("not found: record {}", hex::encode(&f.cd)));
+    assert_eq!(
+        hidden.2,
+        format!("not found: record {}", hex::encode(&f.cd))
+    );
     let cd_seq = 1; // declared second
     let e = proof_by_index(&mut alice_log, cd_seq).await.unwrap_err();
     assert_eq!((e.code(), reason(&e)), (Code::NotFound, "not_found".into()));
@@ -348,7 +379,10 @@ async fn reads_need_a_credential_and_show_only_what_the_caller_may_see() {
 
 /// Writes a CA + leaf (client and server auth) generated like a node's, returning the CA path,
 /// the leaf's PEM cert and key, and the SHA-256 of the leaf's DER.
-fn client_identity(dir: &std::path::Path, name: &str) -> (std::path::PathBuf, Vec<u8>, Vec<u8>, String) {
+fn client_identity(
+    dir: &std::path::Path,
+    name: &str,
+) -> (std::path::PathBuf, Vec<u8>, Vec<u8>, String) {
     let m = accord_node::pki::generate(name, &["localhost".to_string()]).unwrap();
     let ca = dir.join(format!("{name}-ca.pem"));
     std::fs::write(&ca, &m.ca_cert_pem).unwrap();
@@ -384,7 +418,7 @@ async fn a_mapped_client_certificate_reads_as_its_party_an_unmapped_one_does_not
         let ch = accord_tests::tls_channel(n.addr, &n.ca_pem(), Some((cert, key)))
             .await
             .unwrap();
-        WorkClient::with_interceptor(ch, accord_tests::Bearer::new(""))
+        accord_tests::work_client(ch, "")
     };
 
     // Carol's certificate: reads as carol (her commitment, not alice's).
@@ -421,7 +455,10 @@ async fn a_mapped_client_certificate_reads_as_its_party_an_unmapped_one_does_not
         list(&mut stranger).await.unwrap_err(),
         durability(&mut stranger, &f.cd).await.unwrap_err(),
     ] {
-        assert_eq!((e.code(), reason(&e)), (Code::Unauthenticated, "unauthenticated".into()));
+        assert_eq!(
+            (e.code(), reason(&e)),
+            (Code::Unauthenticated, "unauthenticated".into())
+        );
     }
 }
 
@@ -483,7 +520,7 @@ async fn list_streams_are_capped_and_freed() {
                 .connect()
                 .await
                 .unwrap();
-            WorkClient::with_interceptor(ch, accord_tests::Bearer::new(&token))
+            accord_tests::work_client(ch, &token)
         }
     };
     let open = |c: WorkClient| async move {
@@ -566,6 +603,7 @@ async fn many_unread_list_streams_keep_memory_bounded() {
     let mut other = node.work().await.unwrap();
     assert_eq!(list(&mut other).await.unwrap().len(), 300);
     let during = rss_kib(pid);
+    eprintln!("node RSS: {before} KiB before, {during} KiB with 2,000 unread streams");
     // Documented bound (README, "Who may read what"): an unread stream holds about one small
     // chunk (≤ 16 KiB) plus HTTP/2 buffers; 2,000 of them stay far below 300 MB.
     assert!(

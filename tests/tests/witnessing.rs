@@ -11,11 +11,7 @@ use accord_proto::signing;
 use accord_tests::{TestNode, TestWitness, WorkClient, eventually, run_bin};
 use std::time::Duration;
 
-async fn submit(
-    c: &mut WorkClient,
-    alice: &Signer,
-    i: u32,
-) -> work::SubmitResponse {
+async fn submit(c: &mut WorkClient, alice: &Signer, i: u32) -> work::SubmitResponse {
     let r = Record {
         author: Some(PartyRef {
             organisation: "acme".into(),

@@ -22,7 +22,9 @@ impl Bearer {
             return Ok(Bearer(None));
         }
         Ok(Bearer(Some(
-            format!("Bearer {t}").parse().context("token is not ASCII")?,
+            format!("Bearer {t}")
+                .parse()
+                .context("token is not ASCII")?,
         )))
     }
 

@@ -5,10 +5,10 @@
 //! recorded → included → witnessed on its author's node, federated → admitted at the peer. An
 //! invalid operation is rejected and recorded; both nodes derive the same state.
 
+use crate::creds::WorkClient;
 use crate::inproc::{InProcNode, InProcWitness, add_peer, init_node};
 use accord_proto::note::Signer;
 use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
-use crate::creds::WorkClient;
 use accord_proto::pb::work::v1 as work;
 use accord_proto::signing;
 use anyhow::Result;
@@ -71,10 +71,7 @@ async fn submit(
     })
 }
 
-async fn durability(
-    c: &mut WorkClient,
-    id: &[u8],
-) -> Result<work::GetDurabilityResponse> {
+async fn durability(c: &mut WorkClient, id: &[u8]) -> Result<work::GetDurabilityResponse> {
     Ok(c.get_durability(work::GetDurabilityRequest {
         record_id: id.to_vec().into(),
     })
@@ -291,11 +288,7 @@ pub async fn run() -> Result<()> {
 
 /// Waits (bounded) until the record's durability reaches `want` (on its own axis), printing the
 /// steps it passes through.
-async fn wait_for(
-    c: &mut WorkClient,
-    id: &[u8],
-    want: work::Durability,
-) -> Result<()> {
+async fn wait_for(c: &mut WorkClient, id: &[u8], want: work::Durability) -> Result<()> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let mut seen = Vec::new();
     loop {

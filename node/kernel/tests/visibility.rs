@@ -33,10 +33,10 @@ fn pooled_queue_owner_and_candidates_read() {
     }
     assert!(!may_read(w.c(), &w.access, &Cast::z()));
     // An Access grant for the queue's name makes its grantee the owner (and a reader) instead.
-    let access = w.access.clone().with_grant(
-        Authority::QueueOwner { queue: "q".into() },
-        Cast::z(),
-    );
+    let access = w
+        .access
+        .clone()
+        .with_grant(Authority::QueueOwner { queue: "q".into() }, Cast::z());
     assert!(may_read(w.c(), &access, &Cast::z()));
     // A principal by Access reads every commitment (it holds the principal role on each).
     let access = w.access.clone().with_grant(Authority::Principal, Cast::u());

@@ -2,6 +2,8 @@
 //! needs a credential ([`crate::auth::Caller`]) and shows only what the caller may see
 //! ([`super::visibility`]).
 
+use super::visibility::{Visibility, commitment_not_found, record_not_found};
+use crate::auth::Caller;
 use crate::error::Error;
 use crate::ledger::Append;
 use crate::server::Node;
@@ -10,8 +12,6 @@ use accord_proto::pb::work::v1 as pb;
 use accord_proto::pb::work::v1::work_service_server::{WorkService, WorkServiceServer};
 use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE, RecordId};
 use prost::Message;
-use super::visibility::{Visibility, commitment_not_found, record_not_found};
-use crate::auth::Caller;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
