@@ -389,7 +389,7 @@ impl tonic::transport::server::Connected for Guarded {
     type ConnectInfo = <TlsStream<TcpStream> as tonic::transport::server::Connected>::ConnectInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
-        self.inner.connect_info()
+        tonic::transport::server::Connected::connect_info(&self.inner)
     }
 }
 
