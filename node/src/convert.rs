@@ -218,7 +218,10 @@ pub fn check_idents(r: &pb::Record) -> R<()> {
         Op::Offer(o) => check_party(&f("offer.to"), &o.to)?,
         Op::Reassign(x) => check_party(&f("reassign.to"), &x.to)?,
         Op::Allow(a) if !a.reopening_commitment_id.is_empty() => {
-            check_id(&f("allow.reopening_commitment_id"), &a.reopening_commitment_id)?;
+            check_id(
+                &f("allow.reopening_commitment_id"),
+                &a.reopening_commitment_id,
+            )?;
         }
         Op::Admission(a) if !a.peer.is_empty() => {
             crate::ident::name(&a.peer).map_err(|r| Error::invalid(f("admission.peer"), r))?;

@@ -50,10 +50,7 @@ pub fn name(s: &str) -> Result<(), String> {
         return Err("must not be empty".into());
     }
     if s.len() > MAX_NAME {
-        return Err(format!(
-            "{}: longer than {MAX_NAME} bytes",
-            quote(s)
-        ));
+        return Err(format!("{}: longer than {MAX_NAME} bytes", quote(s)));
     }
     if let Some(c) = s
         .chars()
@@ -98,10 +95,7 @@ pub fn id(s: &str) -> Result<(), String> {
         return Err(format!("{}: leading or trailing whitespace", quote(s)));
     }
     if s.contains('/') && s.split('/').any(|p| p.is_empty() || p == "." || p == "..") {
-        return Err(format!(
-            "{}: empty, '.' or '..' part between '/'",
-            quote(s)
-        ));
+        return Err(format!("{}: empty, '.' or '..' part between '/'", quote(s)));
     }
     if s == "." || s == ".." {
         return Err(format!("{}: not an id", quote(s)));

@@ -68,9 +68,11 @@ async fn deliver_without_certificate_is_refused_before_decoding() {
     // Kept for the operator, but small.
     let (refusals, _) = all_refusals(&b, 100).await;
     assert!(!refusals.is_empty());
-    assert!(refusals
-        .iter()
-        .all(|r| r.peer.len() + r.detail.len() + r.code.len() <= 3 * 256));
+    assert!(
+        refusals
+            .iter()
+            .all(|r| r.peer.len() + r.detail.len() + r.code.len() <= 3 * 256)
+    );
 }
 
 /// GetReceipts without a peer certificate, 300 times: each refused, and no more refusals stored

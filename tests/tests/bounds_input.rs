@@ -54,8 +54,15 @@ fn bad_records(org: &str) -> Vec<(&'static str, Record, &'static str)> {
 fn check(what: &str, e: &tonic::Status, field: &str) {
     assert_eq!(e.code(), tonic::Code::InvalidArgument, "{what}: {e}");
     let (_, f) = details(e);
-    assert!(f.ends_with(field), "{what}: accord-field {f:?}, want …{field}");
-    assert!(e.message().len() < 1024, "{what}: {} byte message", e.message().len());
+    assert!(
+        f.ends_with(field),
+        "{what}: accord-field {f:?}, want …{field}"
+    );
+    assert!(
+        e.message().len() < 1024,
+        "{what}: {} byte message",
+        e.message().len()
+    );
 }
 
 fn with_token<T>(node: &TestNode, party: &str, t: T) -> tonic::Request<T> {
@@ -71,29 +78,50 @@ fn with_token<T>(node: &TestNode, party: &str, t: T) -> tonic::Request<T> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn submit_and_declare_refuse_bad_identifiers() {
-    let n = TestNode::builder("acme").party("alice").start().await.unwrap();
+    let n = TestNode::builder("acme")
+        .party("alice")
+        .start()
+        .await
+        .unwrap();
     let alice = signer(&n, "alice");
     let before = ledger_size(&n).await;
     let mut w = work(&n).await;
     for (what, r, field) in bad_records("acme") {
         let signed = signing::sign_record(&alice, &r);
         let e = w
-            .submit(with_token(&n, "alice", work::SubmitRequest { record: Some(signed) }))
+            .submit(with_token(
+                &n,
+                "alice",
+                work::SubmitRequest {
+                    record: Some(signed),
+                },
+            ))
             .await
             .unwrap_err();
         check(&format!("Submit: {what}"), &e, field);
         let e = w
-            .declare(with_token(&n, "alice", work::DeclareRequest { record: Some(r) }))
+            .declare(with_token(
+                &n,
+                "alice",
+                work::DeclareRequest { record: Some(r) },
+            ))
             .await
             .unwrap_err();
         check(&format!("Declare: {what}"), &e, field);
     }
     assert_eq!(ledger_size(&n).await, before, "nothing recorded");
     // A good record still goes in.
-    let good = signing::sign_record(&alice, &request("acme", "alice", "ok-1", party("globex", "bob")));
-    w.submit(with_token(&n, "alice", work::SubmitRequest { record: Some(good) }))
-        .await
-        .unwrap();
+    let good = signing::sign_record(
+        &alice,
+        &request("acme", "alice", "ok-1", party("globex", "bob")),
+    );
+    w.submit(with_token(
+        &n,
+        "alice",
+        work::SubmitRequest { record: Some(good) },
+    ))
+    .await
+    .unwrap();
     assert_eq!(ledger_size(&n).await, before + 1);
 }
 
@@ -104,7 +132,11 @@ async fn federated_records_with_bad_identifiers_are_refused() {
     let alice = signer(&a, "alice");
     let before = ledger_size(&b).await;
     for (i, (what, r, field)) in bad_records("acme").into_iter().enumerate() {
-        let env = as_a.envelope("globex", vec![signing::sign_record(&alice, &r)], i as i64 + 1);
+        let env = as_a.envelope(
+            "globex",
+            vec![signing::sign_record(&alice, &r)],
+            i as i64 + 1,
+        );
         let e = as_a.deliver(env).await.unwrap_err();
         check(&format!("federated: {what}"), &e, field);
         assert!(details(&e).1.starts_with("envelope.records[0]."), "{e:?}");
@@ -117,8 +149,16 @@ fn peer_add(node: &TestNode, name: &str, endpoint: &str) -> (i32, String, String
     let mut args = admin_args(node);
     args.extend(
         [
-            "peer", "add", "--name", name, "--endpoint", endpoint, "--vkey", &node.vkey(),
-            "--tls-pem", &ca,
+            "peer",
+            "add",
+            "--name",
+            name,
+            "--endpoint",
+            endpoint,
+            "--vkey",
+            &node.vkey(),
+            "--tls-pem",
+            &ca,
         ]
         .map(String::from),
     );
@@ -151,7 +191,11 @@ async fn peer_add_refuses_bad_endpoints_and_names() {
             .await
             .unwrap_err();
         assert_eq!(e.code(), tonic::Code::InvalidArgument, "{endpoint}: {e}");
-        let want = if flag == "--name" { "peer.name" } else { "peer.endpoint" };
+        let want = if flag == "--name" {
+            "peer.name"
+        } else {
+            "peer.endpoint"
+        };
         assert_eq!(details(&e).1, want);
         assert!(e.message().len() < 1024);
     }

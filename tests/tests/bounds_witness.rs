@@ -11,11 +11,15 @@ use tokio::net::TcpStream;
 
 /// A witness whose `[http]` section has the extra `lines`.
 async fn witness(lines: &str) -> TestWitness {
-    let key = accord_proto::note::Signer::generate("example.com/log", &mut rand::rngs::OsRng)
-        .unwrap();
-    let mut w = TestWitness::start("witness.test/w1", "example.com/log", &key.verifier().to_vkey())
-        .await
-        .unwrap();
+    let key =
+        accord_proto::note::Signer::generate("example.com/log", &mut rand::rngs::OsRng).unwrap();
+    let mut w = TestWitness::start(
+        "witness.test/w1",
+        "example.com/log",
+        &key.verifier().to_vkey(),
+    )
+    .await
+    .unwrap();
     w.kill9();
     let cfg = w.dir.join("witness.toml");
     let text = std::fs::read_to_string(&cfg).unwrap();
@@ -56,7 +60,10 @@ async fn slow_headers_are_cut() {
             Err(_) => {}
         }
     }
-    assert!(closed, "all {sent} bytes sent at 1/s and the connection is still open");
+    assert!(
+        closed,
+        "all {sent} bytes sent at 1/s and the connection is still open"
+    );
     assert!(sent < 20, "cut after {sent} bytes");
 }
 
@@ -87,7 +94,10 @@ async fn connections_over_the_cap_are_closed() {
     let r = tokio::time::timeout(WAIT, third.read(&mut buf))
         .await
         .expect("the third connection is closed, not left hanging");
-    assert!(matches!(r, Ok(0) | Err(_)), "the third connection was served");
+    assert!(
+        matches!(r, Ok(0) | Err(_)),
+        "the third connection was served"
+    );
     // The first is still served.
     first
         .write_all(b"POST /add-checkpoint HTTP/1.1\r\nHost: w\r\nContent-Length: 3\r\n\r\nbad")

@@ -67,11 +67,18 @@ async fn bounded_body(
     let (parts, body) = req.into_parts();
     let read = axum::body::to_bytes(body, limits.max_body_bytes);
     match tokio::time::timeout(limits.body_read_timeout, read).await {
-        Err(_) => (StatusCode::REQUEST_TIMEOUT, "request body not received in time\n").into_response(),
+        Err(_) => (
+            StatusCode::REQUEST_TIMEOUT,
+            "request body not received in time\n",
+        )
+            .into_response(),
         Ok(Err(_)) => (StatusCode::PAYLOAD_TOO_LARGE, "request body too large\n").into_response(),
         Ok(Ok(bytes)) => {
-            next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes)))
-                .await
+            next.run(axum::extract::Request::from_parts(
+                parts,
+                axum::body::Body::from(bytes),
+            ))
+            .await
         }
     }
 }
@@ -143,7 +150,13 @@ pub(crate) async fn serve(
                 continue;
             };
             let _ = tcp.set_nodelay(true);
-            conns.spawn(connection(tcp, router.clone(), limits.clone(), slot, shutdown.clone()));
+            conns.spawn(connection(
+                tcp,
+                router.clone(),
+                limits.clone(),
+                slot,
+                shutdown.clone(),
+            ));
         },
         Some(cfg) => {
             let mut rx = crate::tls::accept(listener, cfg, shutdown.clone());
@@ -157,7 +170,13 @@ pub(crate) async fn serve(
                     refuse(addr);
                     continue;
                 };
-                conns.spawn(connection(tls, router.clone(), limits.clone(), slot, shutdown.clone()));
+                conns.spawn(connection(
+                    tls,
+                    router.clone(),
+                    limits.clone(),
+                    slot,
+                    shutdown.clone(),
+                ));
             }
         }
     }

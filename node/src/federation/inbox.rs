@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-pub use super::refusals::{Refusal, refuse, refusals};
+pub use super::refusals::{Refusal, refusals, refuse};
 
 pub(crate) const CF: &str = "inbox";
 

@@ -121,8 +121,7 @@ fn check_envelope_idents(env: &pb::Signed) -> Result<(), Error> {
         let Ok(rec) = Record::decode(r.payload.as_ref()) else {
             continue;
         };
-        if let Err(Error::InvalidArgument { field, reason }) = crate::convert::check_idents(&rec)
-        {
+        if let Err(Error::InvalidArgument { field, reason }) = crate::convert::check_idents(&rec) {
             let field = field.strip_prefix("record.").unwrap_or(&field);
             return Err(Error::invalid(
                 format!("envelope.records[{i}].{field}"),

@@ -56,7 +56,10 @@ pub async fn raw_tls(node: &TestNode) -> TlsStream<TcpStream> {
 
 /// Reads until the server closes the connection (EOF or an error); `None` if it is still open
 /// at the deadline.
-pub async fn wait_closed<S: tokio::io::AsyncRead + Unpin>(s: &mut S, deadline: Duration) -> Option<()> {
+pub async fn wait_closed<S: tokio::io::AsyncRead + Unpin>(
+    s: &mut S,
+    deadline: Duration,
+) -> Option<()> {
     let mut buf = [0u8; 4096];
     tokio::time::timeout(deadline, async {
         loop {
