@@ -234,8 +234,9 @@ pub async fn run(a: AdminArgs) -> Result<()> {
             disabled,
         }) => {
             // The node checks the same (issue 8); checking here gives the flag's name.
-            accord_node::ident::name(&name).map_err(|r| anyhow!("--name: {r}"))?;
-            accord_node::ident::endpoint(&endpoint).map_err(|r| anyhow!("--endpoint: {r}"))?;
+            accord_node::ident::name(&name).map_err(|r| anyhow!("--name (peer.name): {r}"))?;
+            accord_node::ident::endpoint(&endpoint)
+                .map_err(|r| anyhow!("--endpoint (peer.endpoint): {r}"))?;
             let pem = std::fs::read_to_string(&tls_pem)
                 .with_context(|| format!("--tls-pem {}", tls_pem.display()))?;
             let peer = pb::Peer {
