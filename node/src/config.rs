@@ -48,7 +48,7 @@ pub struct Config {
     /// Federation delivery and admission tuning.
     #[serde(default)]
     pub federation: FederationConfig,
-    /// Node-wide resource limits.
+    /// Resource bounds for every caller (issue 8; README "Limits").
     #[serde(default)]
     pub limits: LimitsConfig,
 }
@@ -147,28 +147,6 @@ pub struct AdminConfig {
     /// operator for WorkService and LogService reads.
     #[serde(default)]
     pub cert_sha256: Vec<String>,
-}
-
-/// Node-wide resource limits (`[limits]`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LimitsConfig {
-    /// Most `ListRecords` streams open at once, over all connections; beyond it a new one is
-    /// answered RESOURCE_EXHAUSTED. Default 256.
-    #[serde(default = "default_list_streams")]
-    pub list_streams: usize,
-}
-
-fn default_list_streams() -> usize {
-    256
-}
-
-impl Default for LimitsConfig {
-    fn default() -> Self {
-        Self {
-            list_streams: default_list_streams(),
-        }
-    }
 }
 
 /// K of N witnesses.
@@ -313,6 +291,137 @@ impl Default for FederationConfig {
             receipt_poll_ms: default_receipt_poll_ms(),
             request_timeout_ms: default_request_timeout_ms(),
         }
+    }
+}
+
+/// Resource bounds (issue 8, "Bounded resources for every caller"); every default is in README
+/// "Limits". Each field is validated (> 0).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Concurrent connections (TLS handshakes included); further connections are closed at once.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+    /// HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: streams one connection may have open; a stream
+    /// beyond it is reset with REFUSED_STREAM.
+    #[serde(default = "default_max_streams_per_connection")]
+    pub max_streams_per_connection: u32,
+    /// HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE, bytes.
+    #[serde(default = "default_max_header_list_bytes")]
+    pub max_header_list_bytes: u32,
+    /// After the TLS handshake, the client must send the HTTP/2 preface within this, ms.
+    #[serde(default = "default_preface_timeout_ms")]
+    pub preface_timeout_ms: u64,
+    /// A connection with no traffic (HTTP/2 PINGs aside) for this long is closed, ms.
+    #[serde(default = "default_idle_timeout_ms")]
+    pub idle_timeout_ms: u64,
+    /// HTTP/2 keepalive: the server pings an otherwise silent connection this often, ms.
+    #[serde(default = "default_keepalive_interval_ms")]
+    pub keepalive_interval_ms: u64,
+    /// HTTP/2 keepalive: a ping unanswered for this long closes the connection, ms.
+    #[serde(default = "default_keepalive_timeout_ms")]
+    pub keepalive_timeout_ms: u64,
+    /// Refusals kept at most (a ring: the oldest go first).
+    #[serde(default = "default_refusals_max")]
+    pub refusals_max: usize,
+    /// Refusals older than this are dropped, ms.
+    #[serde(default = "default_refusals_max_age_ms")]
+    pub refusals_max_age_ms: u64,
+    /// Refusals stored per source (peer name or remote IP) in a burst; beyond the rate they
+    /// are counted but not stored.
+    #[serde(default = "default_refusals_burst")]
+    pub refusals_burst: u32,
+    /// Refusals stored per source per minute, once the burst is spent.
+    #[serde(default = "default_refusals_per_minute")]
+    pub refusals_per_minute: u32,
+    /// Most `ListRecords` streams open at once, over all connections; beyond it a new one is
+    /// answered RESOURCE_EXHAUSTED. Default 256.
+    #[serde(default = "default_list_streams")]
+    pub list_streams: usize,
+}
+
+fn default_list_streams() -> usize {
+    256
+}
+
+fn default_max_connections() -> usize {
+    1024
+}
+fn default_max_streams_per_connection() -> u32 {
+    100
+}
+fn default_max_header_list_bytes() -> u32 {
+    16 * 1024
+}
+fn default_preface_timeout_ms() -> u64 {
+    10_000
+}
+fn default_idle_timeout_ms() -> u64 {
+    300_000
+}
+fn default_keepalive_interval_ms() -> u64 {
+    60_000
+}
+fn default_keepalive_timeout_ms() -> u64 {
+    20_000
+}
+fn default_refusals_max() -> usize {
+    10_000
+}
+fn default_refusals_max_age_ms() -> u64 {
+    7 * 24 * 3600 * 1000
+}
+fn default_refusals_burst() -> u32 {
+    20
+}
+fn default_refusals_per_minute() -> u32 {
+    60
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_connections: default_max_connections(),
+            max_streams_per_connection: default_max_streams_per_connection(),
+            max_header_list_bytes: default_max_header_list_bytes(),
+            preface_timeout_ms: default_preface_timeout_ms(),
+            idle_timeout_ms: default_idle_timeout_ms(),
+            keepalive_interval_ms: default_keepalive_interval_ms(),
+            keepalive_timeout_ms: default_keepalive_timeout_ms(),
+            refusals_max: default_refusals_max(),
+            refusals_max_age_ms: default_refusals_max_age_ms(),
+            refusals_burst: default_refusals_burst(),
+            list_streams: default_list_streams(),
+            refusals_per_minute: default_refusals_per_minute(),
+        }
+    }
+}
+
+impl LimitsConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        for (field, v) in [
+            ("limits.max_connections", self.max_connections as u64),
+            (
+                "limits.max_streams_per_connection",
+                u64::from(self.max_streams_per_connection),
+            ),
+            (
+                "limits.max_header_list_bytes",
+                u64::from(self.max_header_list_bytes),
+            ),
+            ("limits.preface_timeout_ms", self.preface_timeout_ms),
+            ("limits.idle_timeout_ms", self.idle_timeout_ms),
+            ("limits.keepalive_interval_ms", self.keepalive_interval_ms),
+            ("limits.keepalive_timeout_ms", self.keepalive_timeout_ms),
+            ("limits.refusals_max", self.refusals_max as u64),
+            ("limits.refusals_max_age_ms", self.refusals_max_age_ms),
+            ("limits.refusals_burst", u64::from(self.refusals_burst)),
+        ] {
+            if v == 0 {
+                return Err(err(field, "must be > 0"));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -464,9 +573,7 @@ impl Config {
                 .split_once(':')
                 .ok_or_else(|| err(&field, format!("{q:?}: expected \"org/name:queue\"")))?;
             parse_party(p).map_err(|r| err(&field, r))?;
-            if queue.is_empty() {
-                return Err(err(field, "queue name is empty"));
-            }
+            crate::ident::name(queue).map_err(|r| err(&field, format!("queue: {r}")))?;
         }
         if self.witnesses.k > self.witnesses.list.len() {
             return Err(err(
@@ -497,6 +604,7 @@ impl Config {
                 ));
             }
         }
+        self.limits.validate()?;
         let f = &self.federation;
         for (field, v) in [
             ("federation.batch_size", f.batch_size as u64),
@@ -585,16 +693,7 @@ impl Config {
 }
 
 fn check_name(field: &str, name: &str) -> Result<(), ConfigError> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(err(field, format!("{name:?}: use 1-64 of [A-Za-z0-9._-]")))
-    }
+    crate::ident::name(name).map_err(|r| err(field, r))
 }
 
 fn check_sha256_hex(field: &str, t: &str) -> Result<(), ConfigError> {
@@ -605,20 +704,12 @@ fn check_sha256_hex(field: &str, t: &str) -> Result<(), ConfigError> {
 }
 
 fn check_endpoint(field: &str, e: &str) -> Result<(), ConfigError> {
-    match e.parse::<http::Uri>() {
-        Ok(u) if u.scheme_str() == Some("https") && u.host().is_some() => Ok(()),
-        _ => Err(err(field, format!("{e:?}: expected https://host:port"))),
-    }
+    crate::ident::endpoint(e).map_err(|r| err(field, r))
 }
 
-/// Parses "org/name" into its two parts.
+/// Parses "org/name" into its two parts (both names, [`crate::ident::party`]).
 pub fn parse_party(s: &str) -> Result<(String, String), String> {
-    match s.split_once('/') {
-        Some((o, n)) if !o.is_empty() && !n.is_empty() && !n.contains('/') => {
-            Ok((o.into(), n.into()))
-        }
-        _ => Err(format!("{s:?}: expected \"organisation/party\"")),
-    }
+    crate::ident::party(s).map(|(o, n)| (o.into(), n.into()))
 }
 
 impl Config {

@@ -86,8 +86,16 @@ fn condition(c: &Option<pb::Condition>) -> k::Condition {
         .unwrap_or_default()
 }
 
-/// Converts a decoded record (whose signature the caller has verified) into the kernel's form.
+/// Converts a decoded record (whose signature the caller has verified) into the kernel's form,
+/// after checking every identifier in it against [`crate::ident`] ([`check_idents`]).
 pub fn record_from_pb(id: k::RecordId, r: &pb::Record) -> R<k::Record> {
+    check_idents(r)?;
+    record_from_pb_recorded(id, r)
+}
+
+/// Converts a record that is already in the ledger (replay): no identifier checks, so records
+/// recorded before the bounds existed still replay.
+pub fn record_from_pb_recorded(id: k::RecordId, r: &pb::Record) -> R<k::Record> {
     let author =
         party(&r.author).ok_or_else(|| Error::invalid("record.payload.author", "required"))?;
     if author.organisation.is_empty() || author.name.is_empty() {
@@ -122,6 +130,105 @@ pub fn record_from_pb(id: k::RecordId, r: &pb::Record) -> R<k::Record> {
         items: r.items.clone(),
         op,
     })
+}
+
+fn check_party(field: &str, p: &Option<pb::PartyRef>) -> R<()> {
+    let Some(p) = p else { return Ok(()) };
+    if p.organisation.is_empty() && p.name.is_empty() {
+        return Ok(());
+    }
+    crate::ident::name(&p.organisation)
+        .map_err(|r| Error::invalid(format!("{field}.organisation"), r))?;
+    crate::ident::name(&p.name).map_err(|r| Error::invalid(format!("{field}.name"), r))
+}
+
+fn check_id(field: &str, s: &str) -> R<()> {
+    crate::ident::id(s).map_err(|r| Error::invalid(field, r))
+}
+
+fn check_queue(field: &str, q: &Option<pb::Queue>) -> R<()> {
+    let Some(q) = q else { return Ok(()) };
+    crate::ident::name(&q.name).map_err(|r| Error::invalid(format!("{field}.name"), r))?;
+    check_party(&format!("{field}.owner"), &q.owner)?;
+    for (i, c) in q.candidates.iter().enumerate() {
+        check_party(&format!("{field}.candidates[{i}]"), &Some(c.clone()))?;
+    }
+    Ok(())
+}
+
+fn check_terms(field: &str, t: &Option<pb::Terms>) -> R<()> {
+    for (i, item) in t.iter().flat_map(|t| t.items.iter()).enumerate() {
+        check_id(&format!("{field}.items[{i}].id"), &item.id)?;
+    }
+    Ok(())
+}
+
+/// Checks every identifier of a record (issue 8, "Input bounds"): the author, the commitment
+/// id, item ids, the parties and queues its operation names, and a few ids inside operations.
+/// InvalidArgument names the field; the message quotes at most a short prefix of the value.
+pub fn check_idents(r: &pb::Record) -> R<()> {
+    const P: &str = "record.payload";
+    check_party(&format!("{P}.author"), &r.author)?;
+    if !r.commitment_id.is_empty() {
+        check_id(&format!("{P}.commitment_id"), &r.commitment_id)?;
+    }
+    for (i, item) in r.items.iter().enumerate() {
+        check_id(&format!("{P}.items[{i}]"), item)?;
+    }
+    let Some(op) = &r.operation else {
+        return Ok(());
+    };
+    let f = |s: &str| format!("{P}.operation.{s}");
+    match op {
+        Op::Request(q) => {
+            check_party(&f("request.obligee"), &q.obligee)?;
+            check_party(&f("request.candidate"), &q.candidate)?;
+            check_party(&f("request.acceptor"), &q.acceptor)?;
+            check_party(&f("request.accountable"), &q.accountable)?;
+            check_party(&f("request.principal"), &q.principal)?;
+            check_queue(&f("request.queue"), &q.queue)?;
+            check_terms(&f("request.terms"), &q.terms)?;
+        }
+        Op::PromiseConditional(p) => {
+            check_party(
+                &f("promise_conditional.condition.addressed_to"),
+                &p.condition.as_ref().and_then(|c| c.addressed_to.clone()),
+            )?;
+        }
+        Op::OpenCondition(o) => {
+            check_party(
+                &f("open_condition.condition.addressed_to"),
+                &o.condition.as_ref().and_then(|c| c.addressed_to.clone()),
+            )?;
+        }
+        Op::Counter(c) => check_terms(&f("counter.terms"), &c.terms)?,
+        Op::Amend(a) => check_terms(&f("amend.terms"), &a.terms)?,
+        Op::Delegate(d) => {
+            if let Some(pb::delegate::Step::Offer(o)) = &d.step {
+                check_party(&f("delegate.offer.to"), &o.to)?;
+            }
+        }
+        Op::Assign(d) => {
+            if let Some(pb::assign::Step::Offer(o)) = &d.step {
+                check_party(&f("assign.offer.to"), &o.to)?;
+            }
+        }
+        Op::Forward(x) => check_queue(&f("forward.to"), &x.to)?,
+        Op::Nominate(n) => check_party(&f("nominate.candidate"), &n.candidate)?,
+        Op::Offer(o) => check_party(&f("offer.to"), &o.to)?,
+        Op::Reassign(x) => check_party(&f("reassign.to"), &x.to)?,
+        Op::Allow(a) if !a.reopening_commitment_id.is_empty() => {
+            check_id(
+                &f("allow.reopening_commitment_id"),
+                &a.reopening_commitment_id,
+            )?;
+        }
+        Op::Admission(a) if !a.peer.is_empty() => {
+            crate::ident::name(&a.peer).map_err(|r| Error::invalid(f("admission.peer"), r))?;
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 fn operation(op: &Op) -> R<k::Operation> {

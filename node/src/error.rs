@@ -4,6 +4,11 @@
 //! bad input, the offending field in `accord-field`). `Internal` and `Storage` never leak detail
 //! to the client: the detail is logged, the client sees "internal error".
 
+/// Longest `accord-field` value, in bytes.
+pub const MAX_FIELD: usize = 128;
+/// Longest error detail (and gRPC status message), in bytes: errors never echo large inputs.
+pub const MAX_DETAIL: usize = 512;
+
 /// Errors of the Accord node.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -63,11 +68,13 @@ pub enum Error {
 }
 
 impl Error {
-    /// Shorthand for [`Error::InvalidArgument`].
+    /// Shorthand for [`Error::InvalidArgument`]. Field and reason are cut to
+    /// [`MAX_FIELD`] / [`MAX_DETAIL`] bytes, so an error never echoes a large input back
+    /// (issue 8; quote values with [`crate::ident::quote`]).
     pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
         Error::InvalidArgument {
-            field: field.into(),
-            reason: reason.into(),
+            field: crate::ident::truncate(&field.into(), MAX_FIELD),
+            reason: crate::ident::truncate(&reason.into(), MAX_DETAIL),
         }
     }
 
@@ -110,7 +117,7 @@ impl From<Error> for tonic::Status {
             tracing::error!(error = %e, "internal error");
             "internal error".to_string()
         } else {
-            e.to_string()
+            crate::ident::truncate(&e.to_string(), MAX_DETAIL)
         };
         let mut status = tonic::Status::new(code, message);
         if let Ok(v) = e.reason().parse() {

@@ -67,6 +67,23 @@ pub fn token_hash(token: &str) -> String {
 /// Creates the node directory.
 pub fn init(o: &InitOptions) -> Result<Initialized, Error> {
     crate::config::Config::check_org_name(&o.name)?;
+    // Every flag is checked before anything is written (issue 8, "Input bounds").
+    let mut seen = std::collections::HashSet::new();
+    for p in &o.parties {
+        crate::ident::name(p).map_err(|r| Error::invalid("--party", r))?;
+        if !seen.insert(p) {
+            return Err(Error::invalid(
+                "--party",
+                format!("{} given twice", crate::ident::quote(p)),
+            ));
+        }
+    }
+    if o.listen.parse::<std::net::SocketAddr>().is_err() {
+        return Err(Error::invalid(
+            "--listen",
+            format!("{}: expected host:port", crate::ident::quote(&o.listen)),
+        ));
+    }
     if o.dir.exists()
         && std::fs::read_dir(&o.dir)
             .map(|mut d| d.next().is_some())

@@ -12,6 +12,7 @@ pub mod config;
 pub mod convert;
 pub mod error;
 pub mod federation;
+pub mod ident;
 pub mod init;
 pub mod ledger;
 pub mod log;

@@ -261,7 +261,7 @@ impl Machine for WorkMachine {
                     .as_ref()
                     .try_into()
                     .map_err(|_| "bad id".to_string())?;
-                crate::convert::record_from_pb(id, &r).map_err(|e| e.to_string())
+                crate::convert::record_from_pb_recorded(id, &r).map_err(|e| e.to_string())
             });
         let Ok(record) = converted else {
             tracing::error!(

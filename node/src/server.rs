@@ -34,6 +34,10 @@ pub struct Node {
     pub log: crate::log::LogState,
     /// Peers, outbox, inbox, quarantine and receipts.
     pub federation: crate::federation::Federation,
+    /// Refused envelopes and calls: a bounded, rate-limited ring.
+    pub refusals: crate::federation::refusals::Refusals,
+    /// The listener's counters (refused handshakes and connections, timeouts).
+    pub listener_stats: Arc<crate::tls::ListenerStats>,
 }
 
 impl Node {
@@ -120,7 +124,10 @@ pub async fn run(
         access,
     )?;
     let node_key = signer.verifier();
+    let refusals = crate::federation::refusals::Refusals::new(&config.limits);
     let node = Arc::new(Node {
+        refusals,
+        listener_stats: Arc::new(crate::tls::ListenerStats::default()),
         config,
         signer,
         node_key,
@@ -156,8 +163,22 @@ pub async fn run(
     ));
     let federation = crate::federation::spawn(&node, &background);
 
-    let incoming = crate::tls::incoming(listener, tls, shutdown.clone());
+    let limits = &node.config.limits;
+    let incoming = crate::tls::incoming(
+        listener,
+        tls,
+        crate::tls::ListenerLimits::from_config(limits),
+        node.listener_stats.clone(),
+        shutdown.clone(),
+    );
+    let ms = std::time::Duration::from_millis;
+    // HTTP/2 bounds per connection (issue 8): streams beyond the limit are reset with
+    // REFUSED_STREAM; dead peers are found by keepalive pings.
     let result = tonic::transport::Server::builder()
+        .max_concurrent_streams(limits.max_streams_per_connection)
+        .http2_max_header_list_size(limits.max_header_list_bytes)
+        .http2_keepalive_interval(Some(ms(limits.keepalive_interval_ms)))
+        .http2_keepalive_timeout(Some(ms(limits.keepalive_timeout_ms)))
         .add_service(health)
         .add_service(reflection)
         .add_service(crate::services::work::server(node.clone()))

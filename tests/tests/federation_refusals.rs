@@ -197,7 +197,10 @@ async fn forged_unknown_wrong_identity_and_unauthorized_are_refused_or_rejected(
         .admin()
         .await
         .unwrap()
-        .list_refusals(b.admin_request(admin::ListRefusalsRequest { limit: 0 }))
+        .list_refusals(b.admin_request(admin::ListRefusalsRequest {
+            limit: 0,
+            ..Default::default()
+        }))
         .await
         .unwrap()
         .into_inner()

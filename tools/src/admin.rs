@@ -45,10 +45,10 @@ pub enum AdminCmd {
     /// Records quarantined by federation admission.
     #[command(subcommand)]
     Quarantine(QuarantineCmd),
-    /// Refused envelopes and calls, newest first.
+    /// Refused envelopes and calls, newest first (fetched page by page).
     Refusals {
-        /// How many.
-        #[arg(long, default_value_t = 100)]
+        /// At most this many; 0 = all the node keeps.
+        #[arg(long, default_value_t = 0)]
         limit: u32,
     },
 }
@@ -243,6 +243,10 @@ pub async fn run(a: AdminArgs) -> Result<()> {
             tls_pem,
             disabled,
         }) => {
+            // The node checks the same (issue 8); checking here gives the flag's name.
+            accord_node::ident::name(&name).map_err(|r| anyhow!("--name (peer.name): {r}"))?;
+            accord_node::ident::endpoint(&endpoint)
+                .map_err(|r| anyhow!("--endpoint (peer.endpoint): {r}"))?;
             let pem = std::fs::read_to_string(&tls_pem)
                 .with_context(|| format!("--tls-pem {}", tls_pem.display()))?;
             let peer = pb::Peer {
@@ -402,22 +406,39 @@ pub async fn run(a: AdminArgs) -> Result<()> {
             decide(&mut cl, &record, reason, false).await?
         }
         AdminCmd::Refusals { limit } => {
-            let r =
-                cl.c.list_refusals(cl.req(pb::ListRefusalsRequest { limit })?)
+            const PAGE: u32 = 500;
+            let mut token = String::new();
+            let mut shown = 0u32;
+            let mut all = Vec::new();
+            loop {
+                let page_size = match limit {
+                    0 => PAGE,
+                    n => (n - shown).min(PAGE),
+                };
+                let r =
+                    cl.c.list_refusals(cl.req(pb::ListRefusalsRequest {
+                        limit: 0,
+                        page_token: token.clone(),
+                        page_size,
+                    })?)
                     .await
                     .map_err(status)?
                     .into_inner();
-            if json {
-                let v: Vec<_> = r
-                    .refusals
-                    .iter()
-                    .map(|x| serde_json::json!({"peer": x.peer, "code": x.code, "detail": x.detail, "at_unix_ms": x.at_unix_ms}))
-                    .collect();
-                println!("{}", serde_json::Value::Array(v));
-            } else {
+                shown += r.refusals.len() as u32;
                 for x in r.refusals {
-                    println!("{}\t{}\t{}\t{}", x.at_unix_ms, x.peer, x.code, x.detail);
+                    if json {
+                        all.push(serde_json::json!({"peer": x.peer, "code": x.code, "detail": x.detail, "at_unix_ms": x.at_unix_ms}));
+                    } else {
+                        println!("{}\t{}\t{}\t{}", x.at_unix_ms, x.peer, x.code, x.detail);
+                    }
                 }
+                token = r.next_page_token;
+                if token.is_empty() || (limit != 0 && shown >= limit) {
+                    break;
+                }
+            }
+            if json {
+                println!("{}", serde_json::Value::Array(all));
             }
         }
     }

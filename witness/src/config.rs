@@ -20,6 +20,27 @@ use crate::witness::Limits;
 /// The default bound on an add-checkpoint request body (and gRPC message).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
 
+/// The default time for a request's headers to arrive (slowloris), ms.
+pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
+/// The default time for a request's body to arrive once its headers have, ms.
+pub const DEFAULT_BODY_READ_TIMEOUT_MS: u64 = 10_000;
+/// The default cap on open HTTP connections.
+pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 1024;
+
+/// Bounds of the HTTP listener (issue 8): slow clients and connection floods.
+#[derive(Debug, Clone)]
+pub struct HttpLimits {
+    /// A request's headers must arrive within this (`http.header_read_timeout_ms`).
+    pub header_read_timeout: std::time::Duration,
+    /// A request's body must arrive within this once the headers have
+    /// (`http.body_read_timeout_ms`); else 408.
+    pub body_read_timeout: std::time::Duration,
+    /// Open connections at most (`http.max_connections`); further ones are closed at once.
+    pub max_connections: usize,
+    /// The request body bound (`http.max_body_bytes`).
+    pub max_body_bytes: usize,
+}
+
 /// The file as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -51,6 +72,9 @@ struct RawHttp {
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     max_body_bytes: Option<usize>,
+    header_read_timeout_ms: Option<u64>,
+    body_read_timeout_ms: Option<u64>,
+    max_connections: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -90,6 +114,8 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Admission limits.
     pub limits: Limits,
+    /// Bounds of the HTTP listener.
+    pub http_limits: HttpLimits,
     /// The logs written into the store at start.
     pub logs: Vec<LogConfig>,
 }
@@ -239,6 +265,31 @@ impl RawConfig {
             ));
         }
 
+        let positive = |field: &str, v: Option<u64>, default: u64| match v {
+            None => Ok(default),
+            Some(0) => Err(Error::config(field, "must be > 0")),
+            Some(v) => Ok(v),
+        };
+        let ms = std::time::Duration::from_millis;
+        let http_limits = HttpLimits {
+            header_read_timeout: ms(positive(
+                "http.header_read_timeout_ms",
+                self.http.header_read_timeout_ms,
+                DEFAULT_HEADER_READ_TIMEOUT_MS,
+            )?),
+            body_read_timeout: ms(positive(
+                "http.body_read_timeout_ms",
+                self.http.body_read_timeout_ms,
+                DEFAULT_BODY_READ_TIMEOUT_MS,
+            )?),
+            max_connections: positive(
+                "http.max_connections",
+                self.http.max_connections.map(|v| v as u64),
+                DEFAULT_HTTP_MAX_CONNECTIONS as u64,
+            )? as usize,
+            max_body_bytes,
+        };
+
         let defaults = Limits::default();
         let limits = Limits {
             max_in_flight: limit(
@@ -281,6 +332,7 @@ impl RawConfig {
             http_tls,
             max_body_bytes,
             limits,
+            http_limits,
             logs,
         })
     }

@@ -2,6 +2,11 @@
 //! `POST /add-checkpoint` with the text body of [`AddCheckpoint::parse_http_body`], answering 200
 //! with the cosignature line(s), or 400 / 403 / 404 / 409 (`text/x.tlog.size`) / 422. Bodies
 //! larger than the configured bound get 413; admission limits give 429 / 503.
+//!
+//! The listener is bounded ([`crate::config::HttpLimits`], issue 8): a request's headers must
+//! arrive within `http.header_read_timeout_ms` (hyper's HTTP/1 header timer: a slowloris client
+//! sending a byte a second is cut), its body within `http.body_read_timeout_ms` (408), and at
+//! most `http.max_connections` connections are open (further ones are closed at once).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,11 +17,11 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use http::{HeaderValue, StatusCode, header};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
-use tokio_rustls::server::TlsStream;
+use tokio::net::TcpListener;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::instrument;
 
+use crate::config::HttpLimits;
 use crate::error::Error;
 use crate::request::AddCheckpoint;
 use crate::witness::Witness;
@@ -52,27 +57,61 @@ async fn add_checkpoint(State(witness): State<Arc<Witness>>, body: Bytes) -> Res
     }
 }
 
-/// A TLS listener for `axum::serve`: handshakes run concurrently in [`crate::tls::accept`].
-pub(crate) struct TlsListener {
-    pub(crate) rx: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
-    pub(crate) local: SocketAddr,
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.rx.recv().await {
-            Some(conn) => conn,
-            // The acceptor stopped (shutdown): axum's graceful shutdown stops accepting too.
-            None => std::future::pending().await,
+/// Reads the whole body within the body timeout (408 beyond) and the size bound (413), before
+/// the handler runs.
+async fn bounded_body(
+    State(limits): State<HttpLimits>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let (parts, body) = req.into_parts();
+    let read = axum::body::to_bytes(body, limits.max_body_bytes);
+    match tokio::time::timeout(limits.body_read_timeout, read).await {
+        Err(_) => (
+            StatusCode::REQUEST_TIMEOUT,
+            "request body not received in time\n",
+        )
+            .into_response(),
+        Ok(Err(_)) => (StatusCode::PAYLOAD_TOO_LARGE, "request body too large\n").into_response(),
+        Ok(Ok(bytes)) => {
+            next.run(axum::extract::Request::from_parts(
+                parts,
+                axum::body::Body::from(bytes),
+            ))
+            .await
         }
     }
+}
 
-    fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        Ok(self.local)
+/// One HTTP/1.1 connection with the header read timeout; drained gracefully at `shutdown`.
+async fn connection<I>(
+    io: I,
+    router: Router,
+    limits: HttpLimits,
+    slot: OwnedSemaphorePermit,
+    shutdown: tokio_util::sync::CancellationToken,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = hyper_util::service::TowerToHyperService::new(router);
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(io), svc);
+    let mut conn = std::pin::pin!(conn);
+    tokio::select! {
+        r = conn.as_mut() => {
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "http connection closed");
+            }
+        }
+        () = shutdown.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
     }
+    drop(slot);
 }
 
 /// Serves the router on a plain or TLS listener until `shutdown`, then drains connections.
@@ -80,25 +119,68 @@ pub(crate) async fn serve(
     router: Router,
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
+    limits: HttpLimits,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> Result<(), Error> {
-    let done = shutdown.clone();
-    let signal = async move { done.cancelled().await };
-    let result = match tls {
-        None => {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(signal)
-                .await
-        }
-        Some(cfg) => {
-            let local = listener
-                .local_addr()
-                .map_err(|e| Error::Transport(e.to_string()))?;
-            let rx = crate::tls::accept(listener, cfg, shutdown);
-            axum::serve(TlsListener { rx, local }, router)
-                .with_graceful_shutdown(signal)
-                .await
-        }
+    let router = router.layer(axum::middleware::from_fn_with_state(
+        limits.clone(),
+        bounded_body,
+    ));
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let mut conns = tokio::task::JoinSet::new();
+    let refuse = |addr: SocketAddr| {
+        tracing::warn!(%addr, max_connections = limits.max_connections, "http connection refused: too many open");
     };
-    result.map_err(|e| Error::Transport(format!("http: {e}")))
+    match tls {
+        None => loop {
+            let (tcp, addr) = tokio::select! {
+                () = shutdown.cancelled() => break,
+                r = listener.accept() => match r {
+                    Ok(c) => c,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "http accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            while conns.try_join_next().is_some() {}
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                refuse(addr);
+                continue;
+            };
+            let _ = tcp.set_nodelay(true);
+            conns.spawn(connection(
+                tcp,
+                router.clone(),
+                limits.clone(),
+                slot,
+                shutdown.clone(),
+            ));
+        },
+        Some(cfg) => {
+            let mut rx = crate::tls::accept(listener, cfg, shutdown.clone());
+            loop {
+                let (tls, addr) = tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    r = rx.recv() => match r { Some(c) => c, None => break },
+                };
+                while conns.try_join_next().is_some() {}
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    refuse(addr);
+                    continue;
+                };
+                conns.spawn(connection(
+                    tls,
+                    router.clone(),
+                    limits.clone(),
+                    slot,
+                    shutdown.clone(),
+                ));
+            }
+        }
+    }
+    // Drain: each connection finishes its request in flight, then closes.
+    while conns.join_next().await.is_some() {}
+    Ok(())
 }

@@ -147,6 +147,9 @@ listen = {http_listen}
 # tls_cert = "tls/cert.pem"
 # tls_key = "tls/key.pem"
 max_body_bytes = {max_body}   # larger request bodies get 413 (gRPC: the same bound on messages)
+# header_read_timeout_ms = 10000   # a request's headers must arrive within this (slowloris)
+# body_read_timeout_ms = 10000     # its body within this once the headers have (else 408)
+# max_connections = 1024           # open connections at most; further ones are closed at once
 
 # Admission control for add-checkpoint: requests in flight witness-wide (beyond: 503 /
 # RESOURCE_EXHAUSTED), and signed requests queued per origin (beyond: 429 / RESOURCE_EXHAUSTED).

@@ -127,6 +127,7 @@ pub async fn serve(
             router,
             listeners.http,
             config.http_tls.clone(),
+            config.http_limits.clone(),
             stop.clone(),
         );
         async move {

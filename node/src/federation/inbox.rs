@@ -21,7 +21,7 @@
 //! lock), so retries racing their original cannot decide a record twice.
 //!
 //! `inbox` keys: `r ‖ record id` → [`Entry`]; `e ‖ envelope id` → [`EnvelopeEntry`];
-//! `x ‖ time ‖ n` → [`Refusal`].
+//! `x ‖ time ‖ n` → [`Refusal`] (the bounded ring in [`super::refusals`]).
 
 use super::codes::{self, Decision};
 use super::db;
@@ -40,7 +40,8 @@ use rustls::pki_types::CertificateDer;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use super::refusals::{Refusal, refusals, refuse};
 
 pub(crate) const CF: &str = "inbox";
 
@@ -84,64 +85,6 @@ pub struct EnvelopeEntry {
     /// The answer given (encoded `DeliverResponse`), given again to a duplicate.
     #[serde(with = "db::serde_bytes::b64")]
     pub response: Vec<u8>,
-}
-
-/// A refused envelope or call.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Refusal {
-    /// The peer it claimed to come from.
-    pub peer: String,
-    /// The reason code.
-    pub code: String,
-    /// Detail.
-    pub detail: String,
-    /// When.
-    pub at: i64,
-}
-
-static REFUSAL_N: AtomicU64 = AtomicU64::new(0);
-
-/// Records a refusal (kept in `inbox`, logged with its code) and returns the error to answer.
-pub fn refuse(node: &Node, peer: &str, code: &'static str, detail: String) -> Error {
-    let at = crate::clock::now_ms();
-    tracing::warn!(peer, code, detail = %detail, "federation: refused");
-    let n = REFUSAL_N.fetch_add(1, Ordering::Relaxed);
-    let r = Refusal {
-        peer: peer.to_string(),
-        code: code.to_string(),
-        detail: detail.clone(),
-        at,
-    };
-    let store = node.ledger.store();
-    let mut batch = rocksdb::WriteBatch::default();
-    let k = db::key(&[b"x", &at.to_be_bytes(), &n.to_be_bytes()]);
-    if let Err(e) =
-        db::put(&mut batch, store, CF, &k, &r).and_then(|_| db::write(store, batch, false))
-    {
-        tracing::warn!(error = %e, "refusal not stored");
-    }
-    Error::Refused { code, detail }
-}
-
-/// The latest refusals, newest first.
-pub fn refusals(node: &Node, limit: usize) -> Result<Vec<Refusal>, Error> {
-    let store = node.ledger.store();
-    let mut it = store.db().raw_iterator_cf(store.cf(CF)?);
-    // Newest first: from the end of the `x` range backwards.
-    it.seek_for_prev(b"x\x01");
-    let mut out = Vec::new();
-    while out.len() < limit {
-        let (Some(k), Some(v)) = (it.key(), it.value()) else {
-            break;
-        };
-        if !k.starts_with(b"x\0") {
-            break;
-        }
-        out.push(db::decode(CF, v)?);
-        it.prev();
-    }
-    it.status().map_err(|e| Error::Storage(e.into_string()))?;
-    Ok(out)
 }
 
 /// The decision kept for a record.

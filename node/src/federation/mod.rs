@@ -10,6 +10,7 @@
 //! | [`breaker`] | exponential backoff with jitter, circuit breaker |
 //! | [`inbox`] | admission of a peer's envelope, record by record (cf `inbox`) |
 //! | [`quarantine`] | records waiting for their basis (cf `quarantine`), timeouts, operator decisions |
+//! | [`refusals`] | refused envelopes and calls: a bounded, rate-limited ring (cf `inbox`) |
 //! | [`receipts`] | receipts: building, offline verification, the sender's store (cf `receipts`) |
 //! | [`codes`] | outcomes and the closed list of reason codes |
 //!
@@ -28,6 +29,7 @@ pub mod outbox;
 pub mod peers;
 pub mod quarantine;
 pub mod receipts;
+pub mod refusals;
 pub mod route;
 pub mod sender;
 

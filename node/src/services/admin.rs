@@ -28,6 +28,12 @@ impl AdminApi {
         self.node.tokens.admin(req)
     }
 
+    /// Authenticates, then checks a peer name (never echoed in full).
+    fn auth_name<T>(&self, req: &Request<T>, name: &str) -> Result<(), Error> {
+        self.auth(req)?;
+        crate::ident::name(name).map_err(|r| Error::invalid("name", r))
+    }
+
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Node) -> Result<T, Error> + Send + 'static,
@@ -68,6 +74,9 @@ impl AdminService for AdminApi {
             .into_inner()
             .peer
             .ok_or_else(|| Error::invalid("peer", "required"))?;
+        // Input bounds (issue 8): nothing is stored for a bad name or endpoint.
+        crate::ident::name(&p.name).map_err(|r| Error::invalid("peer.name", r))?;
+        crate::ident::endpoint(&p.endpoint).map_err(|r| Error::invalid("peer.endpoint", r))?;
         tracing::Span::current().record("peer", &p.name);
         let rec = PeerRecord::from_pb(&p);
         self.blocking(move |n| n.federation.peers.add(rec)).await?;
@@ -92,12 +101,12 @@ impl AdminService for AdminApi {
         Ok(Response::new(pb::ListPeersResponse { peers }))
     }
 
-    #[tracing::instrument(skip_all, fields(peer = %req.get_ref().name, enabled = req.get_ref().enabled))]
+    #[tracing::instrument(skip_all, fields(peer = %crate::ident::truncate(&req.get_ref().name, 64), enabled = req.get_ref().enabled))]
     async fn set_peer_enabled(
         &self,
         req: Request<pb::SetPeerEnabledRequest>,
     ) -> Result<Response<pb::SetPeerEnabledResponse>, Status> {
-        self.auth(&req)?;
+        self.auth_name(&req, &req.get_ref().name)?;
         let r = req.into_inner();
         self.blocking(move |n| n.federation.peers.set_enabled(&r.name, r.enabled))
             .await?;
@@ -105,12 +114,12 @@ impl AdminService for AdminApi {
         Ok(Response::new(pb::SetPeerEnabledResponse {}))
     }
 
-    #[tracing::instrument(skip_all, fields(peer = %req.get_ref().name))]
+    #[tracing::instrument(skip_all, fields(peer = %crate::ident::truncate(&req.get_ref().name, 64)))]
     async fn remove_peer(
         &self,
         req: Request<pb::RemovePeerRequest>,
     ) -> Result<Response<pb::RemovePeerResponse>, Status> {
-        self.auth(&req)?;
+        self.auth_name(&req, &req.get_ref().name)?;
         let name = req.into_inner().name;
         self.blocking(move |n| {
             n.federation.peers.remove(&name)?;
@@ -121,12 +130,12 @@ impl AdminService for AdminApi {
         Ok(Response::new(pb::RemovePeerResponse {}))
     }
 
-    #[tracing::instrument(skip_all, fields(peer = %req.get_ref().name))]
+    #[tracing::instrument(skip_all, fields(peer = %crate::ident::truncate(&req.get_ref().name, 64)))]
     async fn rotate_peer_key(
         &self,
         req: Request<pb::RotatePeerKeyRequest>,
     ) -> Result<Response<pb::RotatePeerKeyResponse>, Status> {
-        self.auth(&req)?;
+        self.auth_name(&req, &req.get_ref().name)?;
         let r = req.into_inner();
         self.blocking(move |n| {
             n.federation
@@ -138,12 +147,12 @@ impl AdminService for AdminApi {
         Ok(Response::new(pb::RotatePeerKeyResponse {}))
     }
 
-    #[tracing::instrument(skip_all, fields(peer = %req.get_ref().name))]
+    #[tracing::instrument(skip_all, fields(peer = %crate::ident::truncate(&req.get_ref().name, 64)))]
     async fn get_peer_health(
         &self,
         req: Request<pb::GetPeerHealthRequest>,
     ) -> Result<Response<pb::GetPeerHealthResponse>, Status> {
-        self.auth(&req)?;
+        self.auth_name(&req, &req.get_ref().name)?;
         let name = req.into_inner().name;
         let fed = &self.node.federation;
         if fed.peers.get(&name).is_none() {
@@ -210,12 +219,14 @@ impl AdminService for AdminApi {
         req: Request<pb::ListRefusalsRequest>,
     ) -> Result<Response<pb::ListRefusalsResponse>, Status> {
         self.auth(&req)?;
-        let limit = match req.into_inner().limit {
-            0 => 100,
-            n => n as usize,
+        let r = req.into_inner();
+        let size = match (r.page_size, r.limit) {
+            (0, 0) => 100,
+            (0, n) | (n, _) => n as usize,
         };
-        let list = self
-            .blocking(move |n| crate::federation::inbox::refusals(n, limit))
+        let token = r.page_token;
+        let (list, next) = self
+            .blocking(move |n| n.refusals.page(n.ledger.store(), &token, size))
             .await?;
         let refusals = list
             .into_iter()
@@ -226,6 +237,9 @@ impl AdminService for AdminApi {
                 at_unix_ms: r.at,
             })
             .collect();
-        Ok(Response::new(pb::ListRefusalsResponse { refusals }))
+        Ok(Response::new(pb::ListRefusalsResponse {
+            refusals,
+            next_page_token: next,
+        }))
     }
 }

@@ -1,16 +1,25 @@
 //! `accord.federation.v1.FederationService`: peer nodes deliver envelopes and fetch receipts
 //! (seed 000, "Federation admission"). Callers authenticate with mutual TLS; the admission
 //! logic is in [`crate::federation::inbox`].
+//!
+//! [`PeerGate`] runs before the request body is read (a tonic interceptor sees only headers and
+//! the connection): a caller whose TLS leaf is no enabled peer's identity is refused
+//! UNAUTHENTICATED (`accord-reason: wrong_tls_identity`; a disabled peer's PERMISSION_DENIED
+//! `peer_disabled`), so a stranger's 64 MiB body is never decoded (issue 8).
 
 use crate::error::Error;
-use crate::federation::{inbox, sender::MAX_MESSAGE};
+use crate::federation::{codes, inbox, sender::MAX_MESSAGE};
 use crate::server::Node;
 use accord_proto::pb::federation::v1 as pb;
 use accord_proto::pb::federation::v1::federation_service_server::{
     FederationService, FederationServiceServer,
 };
+use accord_proto::pb::record::v1::Record;
+use accord_proto::signing::{ENVELOPE_PAYLOAD_TYPE, RECORD_PAYLOAD_TYPE};
+use prost::Message;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
+use tonic::service::interceptor::InterceptedService;
 use tonic::{Request, Response, Status};
 
 /// Envelopes admitted at once; beyond that (plus a short queue) peers are told to slow down.
@@ -23,14 +32,104 @@ pub struct FederationApi {
     in_flight: Arc<Semaphore>,
 }
 
-/// The service, ready to add to a tonic server.
-pub fn server(node: Arc<Node>) -> FederationServiceServer<FederationApi> {
-    FederationServiceServer::new(FederationApi {
-        node,
+/// The service behind its [`PeerGate`], ready to add to a tonic server.
+pub fn server(
+    node: Arc<Node>,
+) -> InterceptedService<FederationServiceServer<FederationApi>, PeerGate> {
+    let svc = FederationServiceServer::new(FederationApi {
+        node: node.clone(),
         in_flight: Arc::new(Semaphore::new(IN_FLIGHT)),
     })
     .max_decoding_message_size(MAX_MESSAGE)
-    .max_encoding_message_size(MAX_MESSAGE)
+    .max_encoding_message_size(MAX_MESSAGE);
+    InterceptedService::new(svc, PeerGate { node })
+}
+
+/// Authenticates the caller's TLS certificate as an enabled peer's identity before the body is
+/// decoded; refusals are kept (rate-limited per remote IP) in the refusal ring.
+#[derive(Debug, Clone)]
+pub struct PeerGate {
+    node: Arc<Node>,
+}
+
+impl tonic::service::Interceptor for PeerGate {
+    fn call(&mut self, req: Request<()>) -> Result<Request<()>, Status> {
+        let source = req
+            .remote_addr()
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default();
+        let Some(chain) = req.peer_certs() else {
+            return Err(unauthenticated(crate::federation::refusals::refuse_from(
+                &self.node,
+                &source,
+                "",
+                codes::WRONG_TLS_IDENTITY,
+                "no TLS client certificate: FederationService is for peers".into(),
+            )));
+        };
+        let peers = self.node.federation.peers.list();
+        let matching: Vec<_> = peers
+            .iter()
+            .filter(|p| p.tls_identity_matches(chain.as_slice()))
+            .collect();
+        if matching.iter().any(|p| p.enabled()) {
+            return Ok(req);
+        }
+        if let Some(p) = matching.first() {
+            return Err(crate::federation::refusals::refuse_from(
+                &self.node,
+                p.name(),
+                p.name(),
+                codes::PEER_DISABLED,
+                format!("peer {:?} is disabled", p.name()),
+            )
+            .into());
+        }
+        Err(unauthenticated(crate::federation::refusals::refuse_from(
+            &self.node,
+            &source,
+            "",
+            codes::WRONG_TLS_IDENTITY,
+            "the TLS client certificate is no enabled peer's identity".into(),
+        )))
+    }
+}
+
+/// A refusal answered UNAUTHENTICATED, its code in `accord-reason`.
+fn unauthenticated(e: Error) -> Status {
+    let mut st = Status::unauthenticated(e.to_string());
+    if let Ok(v) = e.reason().parse() {
+        st.metadata_mut().insert("accord-reason", v);
+    }
+    st
+}
+
+/// Input bounds for every record of an envelope (issue 8, [`crate::convert::check_idents`]),
+/// before admission: an identifier out of bounds refuses the whole envelope with
+/// InvalidArgument naming `envelope.records[i]....`, and nothing is recorded.
+fn check_envelope_idents(env: &pb::Signed) -> Result<(), Error> {
+    if env.payload_type != ENVELOPE_PAYLOAD_TYPE {
+        return Ok(()); // refused by the inbox as malformed
+    }
+    let Ok(e) = pb::Envelope::decode(env.payload.as_ref()) else {
+        return Ok(());
+    };
+    for (i, r) in e.records.iter().enumerate() {
+        if r.payload_type != RECORD_PAYLOAD_TYPE {
+            continue;
+        }
+        let Ok(rec) = Record::decode(r.payload.as_ref()) else {
+            continue;
+        };
+        if let Err(Error::InvalidArgument { field, reason }) = crate::convert::check_idents(&rec) {
+            let field = field.strip_prefix("record.").unwrap_or(&field);
+            return Err(Error::invalid(
+                format!("envelope.records[{i}].{field}"),
+                reason,
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[tonic::async_trait]
@@ -51,6 +150,7 @@ impl FederationService for FederationApi {
             .into_inner()
             .envelope
             .ok_or_else(|| Error::invalid("envelope", "required"))?;
+        check_envelope_idents(&env)?;
         let resp = inbox::deliver(&self.node, env, chain).await?;
         tracing::Span::current().record("records", resp.receipts.len().saturating_sub(1));
         Ok(Response::new(resp))
