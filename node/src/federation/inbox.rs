@@ -105,6 +105,7 @@ static REFUSAL_N: AtomicU64 = AtomicU64::new(0);
 pub fn refuse(node: &Node, peer: &str, code: &'static str, detail: String) -> Error {
     let at = crate::clock::now_ms();
     tracing::warn!(peer, code, detail = %detail, "federation: refused");
+    node.metrics.refusal(code);
     let n = REFUSAL_N.fetch_add(1, Ordering::Relaxed);
     let r = Refusal {
         peer: peer.to_string(),
@@ -554,6 +555,7 @@ pub async fn deliver(
             &admission_receipt(node, peer.name(), &env_id, &d.id, &e),
         );
         e.first_receipt = receipt.encode_to_vec();
+        node.metrics.admission(&e.decision);
         if e.decision == Decision::Admitted {
             tracing::debug!(peer = peer.name(), record_id = %hex::encode(d.id), decision = %e.decision, admission_seq = r.sequence, "federation: admission");
         } else {

@@ -12,6 +12,7 @@
 //! | [`quarantine`] | records waiting for their basis (cf `quarantine`), timeouts, operator decisions |
 //! | [`receipts`] | receipts: building, offline verification, the sender's store (cf `receipts`) |
 //! | [`codes`] | outcomes and the closed list of reason codes |
+//! | [`handshake`] | why a connection to a peer failed (TLS refusals), for `peer health` |
 //!
 //! The path: a locally authored record enters the ledger → the router queues it for each peer
 //! organisation with a party in its commitment → that peer's sender delivers it in a signed
@@ -23,6 +24,7 @@
 pub mod breaker;
 pub mod codes;
 pub mod db;
+pub mod handshake;
 pub mod inbox;
 pub mod outbox;
 pub mod peers;

@@ -60,6 +60,7 @@ pub async fn step(node: &Arc<Node>, witnesses: &WitnessClient) -> Result<(), Err
             c
         }
     };
+    node.metrics.checkpoint_current();
     if witnesses.k() == 0 || node.log.witnessed().is_some_and(|w| w.size >= latest.size) {
         return Ok(());
     }
