@@ -3,7 +3,7 @@
 # and peers them: each node trusts the other's CA and keys, and both logs are co-signed by both
 # witnesses (k = 2). Run by the `setup` service of compose.yaml before anything serves.
 set -eu
-D=/var/lib/accord
+D=${ACCORD_DIR:-/var/lib/accord}
 if [ -f "$D/.initialised" ]; then
   echo "setup: already initialised"
   exit 0
