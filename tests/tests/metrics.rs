@@ -210,7 +210,7 @@ async fn node_metrics_follow_appends_and_the_log() {
         Some(status.ledger_size as f64)
     );
     let size = status.ledger_size as f64;
-    let s = eventually(Duration::from_secs(30), || async {
+    let s = eventually(Duration::from_secs(30), || async move {
         let s = scrape(maddr).ok()?;
         (value(&s, "accord_log_checkpoint_size", &[]) == Some(size)).then_some(s)
     })
@@ -317,10 +317,11 @@ async fn witness_metrics_count_add_checkpoint_and_node_counts_cosignature_failur
         .into_inner()
         .ledger_size as f64;
     let origin = node.origin();
+    let origin = origin.as_str();
     // The witness holds the node's checkpoint of the whole ledger and counted its 200s.
-    let w = eventually(Duration::from_secs(60), || async {
+    let w = eventually(Duration::from_secs(60), || async move {
         let s = scrape(wmetrics).ok()?;
-        (value(&s, "accord_witness_checkpoint_size", &[("origin", &origin)]) == Some(size))
+        (value(&s, "accord_witness_checkpoint_size", &[("origin", origin)]) == Some(size))
             .then_some(s)
     })
     .await
@@ -328,7 +329,7 @@ async fn witness_metrics_count_add_checkpoint_and_node_counts_cosignature_failur
     let ok = value(&w, "accord_witness_add_checkpoint_total", &[("status", "200")]).unwrap();
     assert!(ok >= 1.0, "{ok}");
     // The node: witnessed up to that size; the dead witness's failures counted, the live one's not.
-    let s = eventually(Duration::from_secs(60), || async {
+    let s = eventually(Duration::from_secs(60), || async move {
         let s = scrape(nmetrics).ok()?;
         let failed = value(
             &s,
@@ -396,7 +397,7 @@ async fn admissions_and_peer_queues_are_counted() {
         .await
         .unwrap();
     }
-    let s = eventually(Duration::from_secs(60), || async {
+    let s = eventually(Duration::from_secs(60), || async move {
         let s = scrape(bmetrics).ok()?;
         (value(&s, "accord_federation_admissions_total", &[("outcome", "admitted")])
             == Some(3.0))

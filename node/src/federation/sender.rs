@@ -142,8 +142,10 @@ fn status_fail(s: tonic::Status) -> Fail {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
-    let cause = super::handshake::classify(&s).map(|c| format!(": {c}"));
-    let msg = format!("{:?}: {} {}{}", s.code(), reason, s.message(), cause.unwrap_or_default());
+    if let Some(cause) = super::handshake::classify(&s) {
+        return Fail::Other(cause);
+    }
+    let msg = format!("{:?}: {} {}", s.code(), reason, s.message());
     if s.code() == tonic::Code::ResourceExhausted {
         Fail::Exhausted(msg)
     } else {
