@@ -155,7 +155,7 @@ impl Metrics {
         );
         let admissions = counter_vec(
             "accord_federation_admissions_total",
-            "Admission decisions about peers' records, by outcome and reason code.",
+            "Admission decisions about peers' records (also a quarantine closing), by outcome and reason code.",
             &["outcome", "code"],
         );
         let refusals = counter_vec(
