@@ -224,7 +224,9 @@ impl Metrics {
 
     /// A witness did not cosign (error, timeout, no valid cosignature, larger tree).
     pub fn cosignature_failed(&self, witness: &str) {
-        self.cosignature_failures.with_label_values(&[witness]).inc();
+        self.cosignature_failures
+            .with_label_values(&[witness])
+            .inc();
     }
 
     /// An admission decision about a peer's record.

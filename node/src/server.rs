@@ -189,13 +189,8 @@ pub async fn run(
         background.clone(),
     ));
     let federation = crate::federation::spawn(&node, &background);
-    let metrics_server = metrics_listener.map(|l| {
-        tokio::spawn(crate::metrics::serve(
-            node.clone(),
-            l,
-            background.clone(),
-        ))
-    });
+    let metrics_server = metrics_listener
+        .map(|l| tokio::spawn(crate::metrics::serve(node.clone(), l, background.clone())));
 
     let incoming = crate::tls::incoming(listener, tls, shutdown.clone());
     let result = tonic::transport::Server::builder()

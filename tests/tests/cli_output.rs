@@ -49,7 +49,8 @@ async fn every_read_command_answers_json() {
     // A quarantined record at globex (its basis unknown) and a refused envelope.
     let mut peer = AsPeer::new(&a, &b).await;
     let r2 = accord_proto::signing::sign_record(&alice, &defer("acme", "alice", "cli-2"));
-    let r3 = accord_proto::signing::sign_record(&alice, &resume("acme", "alice", "cli-2", id_of(&r2)));
+    let r3 =
+        accord_proto::signing::sign_record(&alice, &resume("acme", "alice", "cli-2", id_of(&r2)));
     let got = peer
         .deliver(peer.envelope("globex", vec![r3], 1))
         .await
@@ -132,7 +133,12 @@ async fn every_read_command_answers_json() {
     let peers = json(with(admin_b.clone(), &["peer", "list"]));
     assert_eq!(peers[0]["name"], "acme");
     assert_eq!(peers[0]["enabled"], true);
-    assert!(peers[0]["keys"][0]["vkey"].as_str().unwrap().starts_with("acme.accord/log+"));
+    assert!(
+        peers[0]["keys"][0]["vkey"]
+            .as_str()
+            .unwrap()
+            .starts_with("acme.accord/log+")
+    );
 
     let h = json(with(admin_a.clone(), &["peer", "health", "globex"]));
     assert_eq!(h["peer"], "globex");
@@ -144,7 +150,10 @@ async fn every_read_command_answers_json() {
     let q = json(with(admin_b.clone(), &["quarantine", "list"]));
     assert_eq!(q[0]["peer"], "acme");
     assert_eq!(q[0]["code"], "missing_basis");
-    assert_eq!(q[0]["outcome"], serde_json::json!(["quarantined", "missing_basis"]));
+    assert_eq!(
+        q[0]["outcome"],
+        serde_json::json!(["quarantined", "missing_basis"])
+    );
     assert_eq!(q[0]["record_id"].as_str().unwrap().len(), 64);
     assert_eq!(q[0]["author"], "acme/alice");
 
@@ -153,7 +162,10 @@ async fn every_read_command_answers_json() {
     assert_eq!(r[0]["code"], "wrong_receiver");
     assert!(r[0]["at_unix_ms"].as_i64().unwrap() > 0);
 
-    let hc = json(with([vec!["health".into()], conn(&b)].concat(), &["--output", "json"]));
+    let hc = json(with(
+        [vec!["health".into()], conn(&b)].concat(),
+        &["--output", "json"],
+    ));
     assert_eq!(hc["status"], "SERVING");
 
     // Offline reads: an inclusion proof and a checkpoint note of acme's log.
@@ -217,7 +229,12 @@ async fn every_read_command_answers_json() {
     assert_eq!(n["valid"], true);
     assert_eq!(n["checkpoint"]["origin"], "acme.accord/log");
     assert_eq!(n["checkpoint"]["size"], cp.size);
-    assert!(n["signed_by"][0].as_str().unwrap().starts_with("acme.accord/log"));
+    assert!(
+        n["signed_by"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("acme.accord/log")
+    );
     assert_eq!(n["cosigned_by"], Value::Array(vec![]));
 }
 
@@ -229,14 +246,20 @@ async fn tables_by_default_completions_and_errors_that_say_what_to_do() {
     assert_eq!(code, 0, "{err}");
     let mut lines = out.lines();
     let header = lines.next().unwrap();
-    assert!(header.starts_with("PEER") && header.contains("ENDPOINT"), "{out}");
+    assert!(
+        header.starts_with("PEER") && header.contains("ENDPOINT"),
+        "{out}"
+    );
     assert!(lines.next().unwrap().starts_with("acme "), "{out}");
     assert!(serde_json::from_str::<Value>(out.trim()).is_err());
 
     for shell in ["bash", "zsh", "fish"] {
         let (code, out, err) = accordctl(&["completions".to_string(), shell.to_string()]);
         assert_eq!(code, 0, "{err}");
-        assert!(out.contains("accordctl") && out.contains("status"), "{shell}");
+        assert!(
+            out.contains("accordctl") && out.contains("status"),
+            "{shell}"
+        );
     }
 
     // Nothing listens there: the error asks whether the node runs and names --node.
@@ -270,7 +293,10 @@ async fn tables_by_default_completions_and_errors_that_say_what_to_do() {
     ]);
     assert_eq!(code, 1);
     assert!(err.contains("Unauthenticated"), "{err}");
-    assert!(err.contains("pass --token-file <node dir>/admin.token"), "{err}");
+    assert!(
+        err.contains("pass --token-file <node dir>/admin.token"),
+        "{err}"
+    );
 
     // The wrong CA: the TLS failure points at --ca.
     let (code, _, err) = accordctl(&[

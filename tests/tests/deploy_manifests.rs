@@ -144,9 +144,18 @@ fn help_flags(binary: &str, path: &[String]) -> Option<BTreeSet<String>> {
 }
 
 /// Checks an invocation against the binary's help; returns the ports of its listen flags.
-fn check(inv: &Invocation, cache: &mut BTreeMap<(String, Vec<String>), Option<BTreeSet<String>>>) -> Vec<u16> {
-    let binary = inv.words[0].trim_start_matches("/usr/local/bin/").to_string();
-    assert!(BINARIES.contains(&binary.as_str()), "{}: unknown binary {binary}", inv.source);
+fn check(
+    inv: &Invocation,
+    cache: &mut BTreeMap<(String, Vec<String>), Option<BTreeSet<String>>>,
+) -> Vec<u16> {
+    let binary = inv.words[0]
+        .trim_start_matches("/usr/local/bin/")
+        .to_string();
+    assert!(
+        BINARIES.contains(&binary.as_str()),
+        "{}: unknown binary {binary}",
+        inv.source
+    );
     let path: Vec<String> = inv.words[1..]
         .iter()
         .take_while(|w| !w.starts_with('-'))
@@ -162,7 +171,11 @@ fn check(inv: &Invocation, cache: &mut BTreeMap<(String, Vec<String>), Option<BT
             .or_insert_with(|| help_flags(&binary, &sub))
             .clone();
         if flags.is_none() {
-            assert!(!sub.is_empty(), "{}: {binary} has no subcommand {path:?}", inv.source);
+            assert!(
+                !sub.is_empty(),
+                "{}: {binary} has no subcommand {path:?}",
+                inv.source
+            );
             sub.pop();
         }
     }
@@ -178,7 +191,10 @@ fn check(inv: &Invocation, cache: &mut BTreeMap<(String, Vec<String>), Option<BT
                 inv.source,
                 sub.join(" ")
             );
-            if matches!(name.as_str(), "--listen" | "--grpc-listen" | "--http-listen") {
+            if matches!(
+                name.as_str(),
+                "--listen" | "--grpc-listen" | "--http-listen"
+            ) {
                 let v = it.peek().map(|s| s.as_str()).unwrap_or("");
                 ports.push(port_of(v).unwrap_or_else(|| panic!("{}: {name} {v:?}", inv.source)));
             }
@@ -188,7 +204,11 @@ fn check(inv: &Invocation, cache: &mut BTreeMap<(String, Vec<String>), Option<BT
 }
 
 fn port_of(addr: &str) -> Option<u16> {
-    addr.rsplit(':').next()?.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok()
+    addr.rsplit(':')
+        .next()?
+        .trim_matches(|c: char| !c.is_ascii_digit())
+        .parse()
+        .ok()
 }
 
 /// `metrics_listen = "0.0.0.0:PORT"` set by the scripts' sed lines.
@@ -217,17 +237,40 @@ fn deploy_files_name_only_binaries_flags_and_ports_that_exist() {
         .map(str::to_string)
         .collect();
     let known_instr = [
-        "FROM", "RUN", "WORKDIR", "COPY", "USER", "EXPOSE", "CMD", "ENTRYPOINT", "ENV", "ARG",
-        "LABEL", "VOLUME",
+        "FROM",
+        "RUN",
+        "WORKDIR",
+        "COPY",
+        "USER",
+        "EXPOSE",
+        "CMD",
+        "ENTRYPOINT",
+        "ENV",
+        "ARG",
+        "LABEL",
+        "VOLUME",
     ];
     for l in &lines {
         let instr = l.split_whitespace().next().unwrap();
-        assert!(known_instr.contains(&instr), "Dockerfile: unknown instruction {instr}");
+        assert!(
+            known_instr.contains(&instr),
+            "Dockerfile: unknown instruction {instr}"
+        );
     }
-    assert!(lines.iter().filter(|l| l.starts_with("FROM ")).count() >= 2, "multi-stage");
-    let user = lines.iter().rev().find(|l| l.starts_with("USER ")).expect("a USER line");
+    assert!(
+        lines.iter().filter(|l| l.starts_with("FROM ")).count() >= 2,
+        "multi-stage"
+    );
+    let user = lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("USER "))
+        .expect("a USER line");
     let who = user[5..].split(':').next().unwrap().trim();
-    assert!(who != "root" && who != "0", "the runtime runs as non-root: {user}");
+    assert!(
+        who != "root" && who != "0",
+        "the runtime runs as non-root: {user}"
+    );
     let mut built = BTreeSet::new();
     for l in &lines {
         let words: Vec<&str> = l.split_whitespace().collect();
@@ -239,14 +282,20 @@ fn deploy_files_name_only_binaries_flags_and_ports_that_exist() {
         if l.starts_with("COPY --from=") {
             let src = words[2];
             let name = src.rsplit('/').next().unwrap();
-            assert!(built.contains(name), "Dockerfile copies {name}, which is not built");
+            assert!(
+                built.contains(name),
+                "Dockerfile copies {name}, which is not built"
+            );
         }
         if let Some(p) = l.strip_prefix("EXPOSE ") {
             for port in p.split_whitespace() {
                 exposed.push(("Dockerfile EXPOSE".into(), port.parse().unwrap()));
             }
         }
-        if let Some(j) = l.strip_prefix("CMD ").or_else(|| l.strip_prefix("ENTRYPOINT ")) {
+        if let Some(j) = l
+            .strip_prefix("CMD ")
+            .or_else(|| l.strip_prefix("ENTRYPOINT "))
+        {
             let words: Vec<String> = serde_json::from_str(j).expect("exec-form JSON array");
             invocations.extend(container_invocations("Dockerfile CMD", words, vec![]));
         }
@@ -284,7 +333,10 @@ fn deploy_files_name_only_binaries_flags_and_ports_that_exist() {
         for v in strings(&s["volumes"]) {
             if let Some(local) = v.strip_prefix("./") {
                 let file = local.split(':').next().unwrap();
-                assert!(deploy().join("compose").join(file).is_file(), "{src}: mounts missing {file}");
+                assert!(
+                    deploy().join("compose").join(file).is_file(),
+                    "{src}: mounts missing {file}"
+                );
             }
         }
     }
@@ -294,7 +346,10 @@ fn deploy_files_name_only_binaries_flags_and_ports_that_exist() {
     for (i, _) in setup.match_indices("https://") {
         let rest = &setup[i..];
         let end = rest.find(['"', ' ', '\n']).unwrap();
-        exposed.push(("compose/setup.sh endpoint".into(), port_of(&rest[..end]).unwrap()));
+        exposed.push((
+            "compose/setup.sh endpoint".into(),
+            port_of(&rest[..end]).unwrap(),
+        ));
     }
 
     // Kubernetes: every document parses and has a kind; containers' commands, ports, probes.
@@ -305,14 +360,24 @@ fn deploy_files_name_only_binaries_flags_and_ports_that_exist() {
         assert!(file.ends_with(".yaml"), "{file}");
         listen_ports.extend(metrics_ports(&read(&file)));
         for doc in yaml_docs(&file) {
-            let kind = doc["kind"].as_str().unwrap_or_else(|| panic!("{file}: no kind")).to_string();
-            assert!(doc["apiVersion"].as_str().is_some(), "{file}: no apiVersion");
+            let kind = doc["kind"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{file}: no kind"))
+                .to_string();
+            assert!(
+                doc["apiVersion"].as_str().is_some(),
+                "{file}: no apiVersion"
+            );
             kinds.insert(kind.clone());
             let spec = &doc["spec"]["template"]["spec"];
             for key in ["initContainers", "containers"] {
                 for c in spec[key].as_sequence().cloned().unwrap_or_default() {
                     let src = format!("{file} {}", c["name"].as_str().unwrap_or("?"));
-                    invocations.extend(container_invocations(&src, strings(&c["command"]), strings(&c["args"])));
+                    invocations.extend(container_invocations(
+                        &src,
+                        strings(&c["command"]),
+                        strings(&c["args"]),
+                    ));
                     for probe in ["readinessProbe", "livenessProbe"] {
                         let cmd = strings(&c[probe]["exec"]["command"]);
                         if key == "containers" {
@@ -339,7 +404,9 @@ fn deploy_files_name_only_binaries_flags_and_ports_that_exist() {
             }
             if kind == "StatefulSet" {
                 assert!(
-                    doc["spec"]["volumeClaimTemplates"].as_sequence().is_some_and(|v| !v.is_empty()),
+                    doc["spec"]["volumeClaimTemplates"]
+                        .as_sequence()
+                        .is_some_and(|v| !v.is_empty()),
                     "{file}: a volume claim"
                 );
                 let port = doc["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"]
@@ -349,15 +416,23 @@ fn deploy_files_name_only_binaries_flags_and_ports_that_exist() {
             }
             if kind == "Service" {
                 for p in doc["spec"]["ports"].as_sequence().unwrap() {
-                    exposed.push((format!("{file} Service"), p["port"].as_u64().unwrap() as u16));
+                    exposed.push((
+                        format!("{file} Service"),
+                        p["port"].as_u64().unwrap() as u16,
+                    ));
                 }
             }
         }
     }
-    assert!(kinds.contains("StatefulSet") && kinds.contains("Service") && kinds.contains("Namespace"));
+    assert!(
+        kinds.contains("StatefulSet") && kinds.contains("Service") && kinds.contains("Namespace")
+    );
 
     // systemd units.
-    for unit in ["systemd/accord-node.service", "systemd/accord-witness.service"] {
+    for unit in [
+        "systemd/accord-node.service",
+        "systemd/accord-witness.service",
+    ] {
         let text = read(unit);
         let exec = text
             .lines()
@@ -373,7 +448,9 @@ fn deploy_files_name_only_binaries_flags_and_ports_that_exist() {
     }
     for b in ["accord-node", "accord-witness"] {
         assert!(
-            invocations.iter().any(|i| i.words[0].ends_with(b) && i.words[1] == "serve"),
+            invocations
+                .iter()
+                .any(|i| i.words[0].ends_with(b) && i.words[1] == "serve"),
             "{b} serve is deployed"
         );
     }
@@ -409,8 +486,7 @@ fn compose_setup_writes_configs_that_validate() {
     );
     for org in ["acme", "globex"] {
         let cfg = dir.join(org).join("accord.toml");
-        let c = accord_node::config::Config::load(&cfg)
-            .unwrap_or_else(|e| panic!("{org}: {e}"));
+        let c = accord_node::config::Config::load(&cfg).unwrap_or_else(|e| panic!("{org}: {e}"));
         assert_eq!(c.metrics_listen.map(|a| a.port()), Some(9464));
         assert_eq!(c.witnesses.k, 2);
         assert_eq!(c.witnesses.list.len(), 2);

@@ -82,7 +82,10 @@ fn libclang_path_is_searched() {
     // An LLVM in a directory of its own, named by LIBCLANG_PATH (relative to the test root).
     assert!(missing(&[CXX, "opt/llvm/lib/libclang.so"], Some("/opt/llvm/lib")).is_empty());
     assert_eq!(
-        missing(&[CXX, "opt/llvm/lib/libclang-cpp.so.17"], Some("/opt/llvm/lib")),
+        missing(
+            &[CXX, "opt/llvm/lib/libclang-cpp.so.17"],
+            Some("/opt/llvm/lib")
+        ),
         vec!["libclang-dev"]
     );
 }

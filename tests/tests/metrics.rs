@@ -76,7 +76,10 @@ fn metrics_on(text: &mut String) {
         "# metrics_listen = \"127.0.0.1:9464\"",
         "metrics_listen = \"127.0.0.1:0\"",
     );
-    assert!(text.contains("\nmetrics_listen = "), "init's config has the metrics line");
+    assert!(
+        text.contains("\nmetrics_listen = "),
+        "init's config has the metrics line"
+    );
 }
 
 /// `GET /metrics` over plain HTTP/1.1, parsed with `prometheus-parse`.
@@ -96,7 +99,8 @@ fn scrape(addr: SocketAddr) -> Result<prometheus_parse::Scrape> {
         return Err(anyhow!("scrape answered {head:?}"));
     }
     assert!(
-        head.to_lowercase().contains("content-type: text/plain; version=0.0.4"),
+        head.to_lowercase()
+            .contains("content-type: text/plain; version=0.0.4"),
         "Prometheus text format content type: {head}"
     );
     let lines = body.lines().map(|l| Ok(l.to_string()));
@@ -212,7 +216,10 @@ async fn node_metrics_follow_appends_and_the_log() {
     .await
     .unwrap();
     assert_eq!(value(&s, "accord_ledger_records", &[]), Some(size));
-    assert_eq!(value(&s, "accord_federation_quarantine_records", &[]), Some(0.0));
+    assert_eq!(
+        value(&s, "accord_federation_quarantine_records", &[]),
+        Some(0.0)
+    );
     // No witnesses configured: nothing witnessed.
     assert_eq!(value(&s, "accord_log_witnessed_size", &[]), Some(0.0));
 }
@@ -264,7 +271,11 @@ async fn witness_metrics_count_add_checkpoint_and_node_counts_cosignature_failur
     let w0 = scrape(wmetrics).unwrap();
     assert_eq!(value(&w0, "accord_witness_logs", &[]), Some(1.0));
     assert_eq!(
-        value(&w0, "accord_witness_add_checkpoint_total", &[("status", "200")]),
+        value(
+            &w0,
+            "accord_witness_add_checkpoint_total",
+            &[("status", "200")]
+        ),
         None,
         "nothing co-signed yet"
     );
@@ -305,7 +316,10 @@ async fn witness_metrics_count_add_checkpoint_and_node_counts_cosignature_failur
         .await
         .unwrap();
     }
-    let size = node.admin().await.unwrap()
+    let size = node
+        .admin()
+        .await
+        .unwrap()
         .get_status(node.admin_request(GetStatusRequest {}))
         .await
         .unwrap()
@@ -321,7 +335,12 @@ async fn witness_metrics_count_add_checkpoint_and_node_counts_cosignature_failur
     })
     .await
     .unwrap();
-    let ok = value(&w, "accord_witness_add_checkpoint_total", &[("status", "200")]).unwrap();
+    let ok = value(
+        &w,
+        "accord_witness_add_checkpoint_total",
+        &[("status", "200")],
+    )
+    .unwrap();
     assert!(ok >= 1.0, "{ok}");
     // The node: witnessed up to that size; the dead witness's failures counted, the live one's not.
     let s = eventually(Duration::from_secs(60), || async move {
@@ -378,7 +397,11 @@ async fn admissions_and_peer_queues_are_counted() {
         Some(1.0)
     );
     assert_eq!(
-        value(&s0, "accord_federation_admissions_total", &[("outcome", "admitted")]),
+        value(
+            &s0,
+            "accord_federation_admissions_total",
+            &[("outcome", "admitted")]
+        ),
         None
     );
 
@@ -394,14 +417,21 @@ async fn admissions_and_peer_queues_are_counted() {
     }
     let s = eventually(Duration::from_secs(60), || async move {
         let s = scrape(bmetrics).ok()?;
-        (value(&s, "accord_federation_admissions_total", &[("outcome", "admitted")])
-            == Some(3.0))
+        (value(
+            &s,
+            "accord_federation_admissions_total",
+            &[("outcome", "admitted")],
+        ) == Some(3.0))
         .then_some(s)
     })
     .await
     .unwrap();
     assert_eq!(
-        value(&s, "accord_federation_admissions_total", &[("outcome", "rejected")]),
+        value(
+            &s,
+            "accord_federation_admissions_total",
+            &[("outcome", "rejected")]
+        ),
         None
     );
 }

@@ -12,7 +12,9 @@ fn readme() -> String {
 #[test]
 fn readme_lists_every_rejection_code() {
     let text = readme();
-    let section = &text[text.find("## Rejection codes").expect("a Rejection codes section")..];
+    let section = &text[text
+        .find("## Rejection codes")
+        .expect("a Rejection codes section")..];
     let missing: Vec<&str> = RejectionCode::ALL
         .iter()
         .map(|c| c.as_str())
@@ -33,7 +35,8 @@ fn readme_names_peer_fields_and_flags_alike() {
         ("`tls_pem` (also `ca`)", "`--tls-pem FILE`"),
     ] {
         assert!(
-            text.lines().any(|l| l.starts_with(&format!("| {field} | {flag}"))),
+            text.lines()
+                .any(|l| l.starts_with(&format!("| {field} | {flag}"))),
             "README: the [[peers]] field {field} next to the flag {flag}"
         );
     }

@@ -59,7 +59,10 @@ async fn v1(ch: Channel) -> BTreeSet<String> {
             .into_inner();
         match s.message().await.unwrap().unwrap().message_response {
             Some(MessageResponse::FileDescriptorResponse(f)) => {
-                assert!(!f.file_descriptor_proto.is_empty(), "v1: {n}: no descriptor")
+                assert!(
+                    !f.file_descriptor_proto.is_empty(),
+                    "v1: {n}: no descriptor"
+                )
             }
             other => panic!("v1: {n} does not resolve: {other:?}"),
         }
@@ -101,7 +104,10 @@ async fn v1alpha(ch: Channel) -> BTreeSet<String> {
             .into_inner();
         match s.message().await.unwrap().unwrap().message_response {
             Some(MessageResponse::FileDescriptorResponse(f)) => {
-                assert!(!f.file_descriptor_proto.is_empty(), "v1alpha: {n}: no descriptor")
+                assert!(
+                    !f.file_descriptor_proto.is_empty(),
+                    "v1alpha: {n}: no descriptor"
+                )
             }
             other => panic!("v1alpha: {n} does not resolve: {other:?}"),
         }

@@ -185,7 +185,10 @@ impl Client {
 }
 
 fn status(s: tonic::Status) -> anyhow::Error {
-    crate::hints::status_error(&s, "--token-file <node dir>/admin.token (the operator token)")
+    crate::hints::status_error(
+        &s,
+        "--token-file <node dir>/admin.token (the operator token)",
+    )
 }
 
 fn id_arg(s: &str) -> Result<Vec<u8>> {
@@ -400,7 +403,13 @@ pub async fn run(a: AdminArgs, output: Output) -> Result<()> {
                 let rows: Vec<Vec<String>> = rows
                     .into_iter()
                     .map(|(id, peer, d, age, author)| {
-                        vec![id, peer, author, d.to_string(), format!("{:.1}s", age as f64 / 1000.0)]
+                        vec![
+                            id,
+                            peer,
+                            author,
+                            d.to_string(),
+                            format!("{:.1}s", age as f64 / 1000.0),
+                        ]
                     })
                     .collect();
                 output::table(&["RECORD", "PEER", "AUTHOR", "OUTCOME", "AGE"], &rows);
@@ -429,7 +438,14 @@ pub async fn run(a: AdminArgs, output: Output) -> Result<()> {
                 let rows: Vec<Vec<String>> = r
                     .refusals
                     .iter()
-                    .map(|x| vec![ago(x.at_unix_ms), x.peer.clone(), x.code.clone(), x.detail.clone()])
+                    .map(|x| {
+                        vec![
+                            ago(x.at_unix_ms),
+                            x.peer.clone(),
+                            x.code.clone(),
+                            x.detail.clone(),
+                        ]
+                    })
                     .collect();
                 output::table(&["WHEN", "PEER", "CODE", "DETAIL"], &rows);
             }

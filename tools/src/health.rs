@@ -38,7 +38,9 @@ pub async fn run(a: HealthArgs, out: Output) -> Result<()> {
         .into_inner();
     let status = r.status().as_str_name().to_string();
     if out == Output::Json {
-        output::json(&serde_json::json!({"endpoint": a.node, "service": a.service, "status": status}));
+        output::json(
+            &serde_json::json!({"endpoint": a.node, "service": a.service, "status": status}),
+        );
     } else {
         println!("{}: {status}", a.node);
     }

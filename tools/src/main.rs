@@ -75,7 +75,11 @@ fn main() -> ExitCode {
         Cmd::Offline(c) => return offline::run(c, out),
         Cmd::Receipt(receipt::ReceiptCmd::Verify(a)) => return receipt::verify(a, out),
         Cmd::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "accordctl", &mut std::io::stdout());
+            // Into a buffer first: clap_complete panics when its writer fails (`| head`).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "accordctl", &mut script);
+            use std::io::Write as _;
+            let _ = std::io::stdout().write_all(&script);
             return ExitCode::SUCCESS;
         }
         other => other,

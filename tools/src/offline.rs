@@ -277,7 +277,9 @@ fn execute_json(
             let vkey = it.next().unwrap_or_default();
             match it.next() {
                 Some(skey) => serde_json::json!({"vkey": vkey, "skey": skey}),
-                None => serde_json::json!({"vkey": vkey, "skey_file": a.out.as_ref().map(|p| p.display().to_string())}),
+                None => {
+                    serde_json::json!({"vkey": vkey, "skey_file": a.out.as_ref().map(|p| p.display().to_string())})
+                }
             }
         }
     };

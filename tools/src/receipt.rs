@@ -181,8 +181,7 @@ pub async fn fetch(a: FetchArgs, out: crate::output::Output) -> Result<()> {
     let ch = crate::admin::connect(&a.node, &a.ca, a.domain.as_deref()).await?;
     let id = hex::decode(a.record.trim()).context("--record: not hex")?;
     let mut client = WorkServiceClient::new(ch);
-    let deadline =
-        std::time::Instant::now() + std::time::Duration::from_secs(a.wait.unwrap_or(0));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(a.wait.unwrap_or(0));
     let spinner = a
         .wait
         .map(|_| crate::output::spinner("waiting for the receiver's checkpoint and proof"));
@@ -194,7 +193,10 @@ pub async fn fetch(a: FetchArgs, out: crate::output::Output) -> Result<()> {
             .await
             .map_err(|s| crate::hints::status_error(&s, "no token (GetDurability is open)"))?
             .into_inner();
-        let found = d.peers.iter().find(|p| p.peer == a.peer && !p.receipt.is_empty());
+        let found = d
+            .peers
+            .iter()
+            .find(|p| p.peer == a.peer && !p.receipt.is_empty());
         let proven = found
             .and_then(|p| peek(&p.receipt))
             .is_some_and(|r| !r.checkpoint.is_empty());

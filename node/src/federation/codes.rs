@@ -54,7 +54,12 @@ pub const ADMISSION_CODES: &[&str] = &[
 
 /// The closed list of envelope refusal codes (the whole envelope, PERMISSION_DENIED); an
 /// envelope can also be refused `bad_signature`, `unknown_key` or `malformed`.
-pub const REFUSAL_CODES: &[&str] = &[UNKNOWN_PEER, PEER_DISABLED, WRONG_TLS_IDENTITY, WRONG_RECEIVER];
+pub const REFUSAL_CODES: &[&str] = &[
+    UNKNOWN_PEER,
+    PEER_DISABLED,
+    WRONG_TLS_IDENTITY,
+    WRONG_RECEIVER,
+];
 
 /// One admission decision (seed 000, "Federation admission").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

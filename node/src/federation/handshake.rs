@@ -42,9 +42,9 @@ fn describe(e: &rustls::Error) -> String {
             "TLS handshake refused by peer: {alert:?} (it does not accept this node's \
              certificate: it must have this organisation as a peer, with our CA)"
         ),
-        rustls::Error::InvalidCertificate(c) => format!(
-            "TLS: the peer's certificate is not trusted: {c:?} (check the peer's tls_pem)"
-        ),
+        rustls::Error::InvalidCertificate(c) => {
+            format!("TLS: the peer's certificate is not trusted: {c:?} (check the peer's tls_pem)")
+        }
         other => format!("TLS handshake failed: {other}"),
     }
 }
@@ -52,9 +52,16 @@ fn describe(e: &rustls::Error) -> String {
 /// Whether a failed call's message looks like a transport failure worth a [`probe`].
 pub fn is_transport(msg: &str) -> bool {
     let m = msg.to_lowercase();
-    ["transport", "canceled", "cancelled", "connection", "broken pipe", "unavailable"]
-        .iter()
-        .any(|w| m.contains(w))
+    [
+        "transport",
+        "canceled",
+        "cancelled",
+        "connection",
+        "broken pipe",
+        "unavailable",
+    ]
+    .iter()
+    .any(|w| m.contains(w))
 }
 
 /// Connects to `peer` with the sender's TLS settings (our certificate, the peer's CA, ALPN h2),

@@ -489,7 +489,9 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
             }
             Err(Fail::Other(msg)) => {
                 let msg = match super::handshake::is_transport(&msg) {
-                    true => super::handshake::probe(&node, &peer, Duration::from_secs(3)).await.unwrap_or(msg),
+                    true => super::handshake::probe(&node, &peer, Duration::from_secs(3))
+                        .await
+                        .unwrap_or(msg),
                     false => msg,
                 };
                 let w = breaker.failure(Instant::now());

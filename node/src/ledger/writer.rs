@@ -74,7 +74,10 @@ impl<M: Machine> Writer<M> {
     }
 
     /// Reports group commits to the metrics set (later) in `metrics`.
-    pub(super) fn observed(mut self, metrics: Arc<std::sync::OnceLock<crate::metrics::Metrics>>) -> Self {
+    pub(super) fn observed(
+        mut self,
+        metrics: Arc<std::sync::OnceLock<crate::metrics::Metrics>>,
+    ) -> Self {
         self.metrics = metrics;
         self
     }
