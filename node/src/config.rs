@@ -17,6 +17,9 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// The gRPC listen address.
     pub listen: SocketAddr,
+    /// The Prometheus metrics listen address (plain HTTP, `GET /metrics`); off when absent.
+    #[serde(default)]
+    pub metrics_listen: Option<SocketAddr>,
     /// TLS for the gRPC listener.
     pub tls: TlsConfig,
     /// Key files.
@@ -184,7 +187,9 @@ pub struct PeerConfig {
     pub endpoint: String,
     /// Keys (C2SP vkeys) that sign its records and envelopes.
     pub vkeys: Vec<String>,
-    /// PEM CA of its TLS identity (server and client certificate).
+    /// PEM CA of its TLS identity (server and client certificate). Also accepted as `tls_pem`,
+    /// the name of `accordctl admin peer add --tls-pem`.
+    #[serde(alias = "tls_pem")]
     pub ca: PathBuf,
 }
 

@@ -138,6 +138,8 @@ name = "{name}"
 data_dir = "data"
 # gRPC (TLS) listen address; port 0 picks a free port (printed at start-up).
 listen = "{listen}"
+# Prometheus metrics (plain HTTP, GET /metrics) on their own listener; off unless set.
+# metrics_listen = "127.0.0.1:9464"
 
 [tls]
 cert = "tls/node.pem"

@@ -16,6 +16,7 @@ pub mod ident;
 pub mod init;
 pub mod ledger;
 pub mod log;
+pub mod metrics;
 pub mod pki;
 pub mod projection;
 pub mod server;
@@ -25,4 +26,4 @@ pub mod tls;
 pub mod view;
 
 pub use error::Error;
-pub use server::{Node, run};
+pub use server::{Listeners, Node, run};

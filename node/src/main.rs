@@ -99,11 +99,27 @@ async fn main() -> anyhow::Result<()> {
             let listener = tokio::net::TcpListener::bind(cfg.listen)
                 .await
                 .with_context(|| format!("listen: cannot bind {}", cfg.listen))?;
-            // The first line on stdout is the bound address, for scripts and tests (port 0).
+            let metrics = match cfg.metrics_listen {
+                Some(addr) => Some(
+                    tokio::net::TcpListener::bind(addr)
+                        .await
+                        .with_context(|| format!("metrics_listen: cannot bind {addr}"))?,
+                ),
+                None => None,
+            };
+            // The first line on stdout is the bound address, for scripts and tests (port 0);
+            // the second, when metrics are on, the metrics address.
             println!("listening {}", listener.local_addr()?);
+            if let Some(m) = &metrics {
+                println!("metrics {}", m.local_addr()?);
+            }
             let token = CancellationToken::new();
             tokio::spawn(shutdown_signal(token.clone()));
-            accord_node::run(cfg, listener, token)
+            let listeners = accord_node::Listeners {
+                grpc: listener,
+                metrics,
+            };
+            accord_node::run(cfg, listeners, token)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))
         }

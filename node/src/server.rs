@@ -38,6 +38,28 @@ pub struct Node {
     pub refusals: crate::federation::refusals::Refusals,
     /// The listener's counters (refused handshakes and connections, timeouts).
     pub listener_stats: Arc<crate::tls::ListenerStats>,
+    /// Prometheus metrics (served on `metrics_listen`).
+    pub metrics: crate::metrics::Metrics,
+}
+
+/// The bound listeners of a node: gRPC, and the metrics endpoint when `metrics_listen` is set.
+/// Bind them before calling [`run`] (on port 0 in tests) so the caller knows the addresses; a
+/// bare gRPC `TcpListener` converts into one without metrics.
+#[derive(Debug)]
+pub struct Listeners {
+    /// The gRPC listener (TLS).
+    pub grpc: TcpListener,
+    /// The Prometheus listener (`GET /metrics`, plain HTTP).
+    pub metrics: Option<TcpListener>,
+}
+
+impl From<TcpListener> for Listeners {
+    fn from(grpc: TcpListener) -> Self {
+        Listeners {
+            grpc,
+            metrics: None,
+        }
+    }
 }
 
 impl Node {
@@ -81,12 +103,17 @@ fn party_keys(config: &Config) -> Result<HashMap<String, Vec<Verifier>>, Error> 
     Ok(m)
 }
 
-/// Runs the node on `listener` until `shutdown` is cancelled.
+/// Runs the node on `listeners` (a gRPC `TcpListener`, or [`Listeners`] with a metrics
+/// listener) until `shutdown` is cancelled.
 pub async fn run(
     config: Config,
-    listener: TcpListener,
+    listeners: impl Into<Listeners>,
     shutdown: CancellationToken,
 ) -> Result<(), Error> {
+    let Listeners {
+        grpc: listener,
+        metrics: metrics_listener,
+    } = listeners.into();
     config.validate()?;
     let signer = load_signer(&config)?;
     let party_keys = party_keys(&config)?;
@@ -114,9 +141,13 @@ pub async fn run(
         tokio::task::spawn_blocking(move || Ledger::open(&data_dir, machine, max_batch))
             .await
             .map_err(|e| Error::Internal(e.to_string()))??;
+    let metrics = crate::metrics::Metrics::new();
+    ledger.observe(metrics.clone());
     let tokens = crate::auth::Tokens::from_config(&config);
     let log = crate::log::LogState::load(ledger.store())?;
-    let witnesses = Arc::new(crate::log::WitnessClient::new(&config, ledger.store())?);
+    let witnesses = Arc::new(
+        crate::log::WitnessClient::new(&config, ledger.store())?.with_metrics(metrics.clone()),
+    );
     let federation = crate::federation::Federation::open(
         &config,
         ledger.store().clone(),
@@ -137,6 +168,7 @@ pub async fn run(
         projection,
         log,
         federation,
+        metrics,
     });
     let addr = listener
         .local_addr()
@@ -145,11 +177,13 @@ pub async fn run(
 
     let (health_reporter, health) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<pb::work::v1::work_service_server::WorkServiceServer<crate::services::work::WorkApi>>().await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    // Both reflection versions (grpcurl asks v1 first; grpcio and older tools v1alpha).
+    let reflection = reflection_builder()
         .build_v1()
-        .map_err(|e| Error::Internal(e.to_string()))?;
+        .map_err(|e| Error::Internal(format!("reflection: {e}")))?;
+    let reflection_v1alpha = reflection_builder()
+        .build_v1alpha()
+        .map_err(|e| Error::Internal(format!("reflection: {e}")))?;
 
     let background = CancellationToken::new();
     let checkpointer = tokio::spawn(crate::log::run_checkpointer(
@@ -162,6 +196,8 @@ pub async fn run(
         background.clone(),
     ));
     let federation = crate::federation::spawn(&node, &background);
+    let metrics_server = metrics_listener
+        .map(|l| tokio::spawn(crate::metrics::serve(node.clone(), l, background.clone())));
 
     let limits = &node.config.limits;
     let incoming = crate::tls::incoming(
@@ -181,6 +217,7 @@ pub async fn run(
         .http2_keepalive_timeout(Some(ms(limits.keepalive_timeout_ms)))
         .add_service(health)
         .add_service(reflection)
+        .add_service(reflection_v1alpha)
         .add_service(crate::services::work::server(node.clone()))
         .add_service(crate::services::log::server(node.clone()))
         .add_service(crate::services::federation::server(node.clone()))
@@ -195,6 +232,9 @@ pub async fn run(
     for t in federation {
         let _ = t.await;
     }
+    if let Some(t) = metrics_server {
+        let _ = t.await;
+    }
     // The writer commits what it already holds, then stops and flushes.
     node.ledger.stop().await;
     tokio::task::spawn_blocking(move || writer.join())
@@ -202,4 +242,31 @@ pub async fn run(
         .ok();
     tracing::info!("accord node stopped");
     result
+}
+
+/// The services the node serves, as reflection lists them (DESIGN.md, "Operations": both
+/// reflection versions list exactly the services served — not the witness's, whose descriptors
+/// share the file descriptor set).
+pub const SERVED_SERVICES: &[&str] = &[
+    "accord.work.v1.WorkService",
+    "accord.log.v1.LogService",
+    "accord.federation.v1.FederationService",
+    "accord.admin.v1.AdminService",
+    "grpc.health.v1.Health",
+    "grpc.reflection.v1.ServerReflection",
+    "grpc.reflection.v1alpha.ServerReflection",
+];
+
+/// A reflection builder listing exactly [`SERVED_SERVICES`] (and the reflection services, whose
+/// descriptors are registered in both versions so that either resolves both names).
+fn reflection_builder() -> tonic_reflection::server::Builder<'static> {
+    let mut b = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET);
+    for s in SERVED_SERVICES {
+        b = b.with_service_name(*s);
+    }
+    b
 }

@@ -12,6 +12,8 @@ use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use tonic::transport::Channel;
 
+use crate::output::{self, Output};
+
 /// `accordctl admin [connection] <command>`.
 #[derive(Debug, Args)]
 pub struct AdminArgs {
@@ -27,8 +29,8 @@ pub struct AdminArgs {
     /// The TLS name to expect (default: the endpoint's host).
     #[arg(long)]
     pub domain: Option<String>,
-    /// Print JSON.
-    #[arg(long)]
+    /// Print JSON (the same as `--output json`).
+    #[arg(long, hide = true)]
     pub json: bool,
     #[command(subcommand)]
     pub cmd: AdminCmd,
@@ -37,7 +39,7 @@ pub struct AdminArgs {
 /// Admin commands.
 #[derive(Debug, Subcommand)]
 pub enum AdminCmd {
-    /// Node status: name, ledger size, checkpoints, vkey.
+    /// Node status on one screen: log size, checkpoints and witnesses, peers, quarantine.
     Status,
     /// Federation peers.
     #[command(subcommand)]
@@ -65,7 +67,7 @@ pub enum PeerCmd {
         #[arg(long)]
         endpoint: String,
         /// A vkey that signs its records and envelopes (its node key, its parties' keys); repeatable.
-        #[arg(long = "vkey", required = true)]
+        #[arg(long = "vkey", visible_alias = "vkeys", required = true)]
         vkeys: Vec<String>,
         /// PEM file of its TLS identity: its CA (or its pinned certificate).
         #[arg(long)]
@@ -132,7 +134,7 @@ pub enum QuarantineCmd {
     },
 }
 
-/// A TLS channel to a node.
+/// A TLS channel to a node; a failure says what to check (`--node`, `--ca`, `--domain`).
 pub async fn connect(endpoint: &str, ca: &Path, domain: Option<&str>) -> Result<Channel> {
     connect_with(endpoint, ca, domain, None).await
 }
@@ -144,10 +146,15 @@ pub async fn connect_with(
     domain: Option<&str>,
     identity: Option<(&[u8], &[u8])>,
 ) -> Result<Channel> {
-    let pem = std::fs::read(ca).with_context(|| format!("--ca {}", ca.display()))?;
+    let pem = std::fs::read(ca).with_context(|| {
+        format!(
+            "--ca {}: cannot read it (pass the node's tls/ca.pem)",
+            ca.display()
+        )
+    })?;
     let uri: tonic::transport::Uri = endpoint
         .parse()
-        .with_context(|| format!("--node {endpoint:?}"))?;
+        .with_context(|| format!("--node {endpoint:?}: expected https://host:port"))?;
     let host = uri
         .host()
         .unwrap_or("localhost")
@@ -155,9 +162,21 @@ pub async fn connect_with(
         .trim_end_matches(']')
         .to_string();
     let domain = domain.map(str::to_string).unwrap_or(host);
-    accord_node::tls::connect(endpoint, &pem, identity, &domain)
+    let mut tls = tonic::transport::ClientTlsConfig::new()
+        .ca_certificate(tonic::transport::Certificate::from_pem(pem))
+        .domain_name(domain);
+    if let Some((cert, key)) = identity {
+        tls = tls.identity(tonic::transport::Identity::from_pem(cert, key));
+    }
+    tonic::transport::Endpoint::from_shared(endpoint.to_string())
+        .with_context(|| format!("--node {endpoint:?}: expected https://host:port"))?
+        .tls_config(tls)
+        .with_context(|| format!("--ca {}", ca.display()))?
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .tcp_nodelay(true)
+        .connect()
         .await
-        .map_err(|e| anyhow!("{e}"))
+        .map_err(|e| crate::hints::connect_error(endpoint, ca, &e))
 }
 
 struct Client {
@@ -179,12 +198,10 @@ impl Client {
 }
 
 fn status(s: tonic::Status) -> anyhow::Error {
-    let reason = s
-        .metadata()
-        .get("accord-reason")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    anyhow!("{:?} ({reason}): {}", s.code(), s.message())
+    crate::hints::status_error(
+        &s,
+        "--token-file <node dir>/admin.token (the operator token)",
+    )
 }
 
 fn id_arg(s: &str) -> Result<Vec<u8>> {
@@ -206,16 +223,26 @@ fn ago(ms: i64) -> String {
     }
 }
 
-/// Runs an admin command.
-pub async fn run(a: AdminArgs) -> Result<()> {
-    let token = std::fs::read_to_string(&a.token_file)
-        .with_context(|| format!("--token-file {}", a.token_file.display()))?;
+/// Reads the operator token file.
+pub fn read_token(path: &Path) -> Result<String> {
+    let token = std::fs::read_to_string(path).with_context(|| {
+        format!(
+            "--token-file {}: cannot read it (the node's admin.token, next to its accord.toml)",
+            path.display()
+        )
+    })?;
+    Ok(token.trim().to_string())
+}
+
+/// Runs an admin command, printing as `output` says.
+pub async fn run(a: AdminArgs, output: Output) -> Result<()> {
+    let token = read_token(&a.token_file)?;
     let ch = connect(&a.node, &a.ca, a.domain.as_deref()).await?;
     let mut cl = Client {
         c: AdminServiceClient::new(ch),
-        token: token.trim().to_string(),
+        token,
     };
-    let json = a.json;
+    let json = output.or_json(a.json) == Output::Json;
     match a.cmd {
         AdminCmd::Status => {
             let s =
@@ -223,18 +250,7 @@ pub async fn run(a: AdminArgs) -> Result<()> {
                     .await
                     .map_err(status)?
                     .into_inner();
-            if json {
-                println!(
-                    "{}",
-                    serde_json::json!({"name": s.name, "ledger_size": s.ledger_size, "checkpoint_size": s.checkpoint_size,
-                        "witnessed_size": s.witnessed_size, "origin": s.origin, "vkey": s.vkey})
-                );
-            } else {
-                println!(
-                    "name:        {}\nledger size: {}\ncheckpoint:  {}\nwitnessed:   {}\norigin:      {}\nvkey:        {}",
-                    s.name, s.ledger_size, s.checkpoint_size, s.witnessed_size, s.origin, s.vkey
-                );
-            }
+            crate::status::print(&s, json);
         }
         AdminCmd::Peer(PeerCmd::Add {
             name,
@@ -282,24 +298,32 @@ pub async fn run(a: AdminArgs) -> Result<()> {
                             "keys": p.keys.iter().map(|k| serde_json::json!({"vkey": k.vkey, "valid_until_unix_ms": k.valid_until_unix_ms})).collect::<Vec<_>>()})
                     })
                     .collect();
-                println!("{}", serde_json::Value::Array(v));
+                output::json(&serde_json::Value::Array(v));
             } else {
-                for p in r.peers {
-                    println!(
-                        "{}\t{}\t{}",
-                        p.name,
-                        p.endpoint,
-                        if p.enabled { "enabled" } else { "disabled" }
-                    );
-                    for k in p.keys {
-                        let until = if k.valid_until_unix_ms == 0 {
-                            "no end".to_string()
-                        } else {
-                            format!("until {}", k.valid_until_unix_ms)
-                        };
-                        println!("\tkey {} ({until})", k.vkey);
-                    }
-                }
+                let rows: Vec<Vec<String>> = r
+                    .peers
+                    .iter()
+                    .flat_map(|p| {
+                        p.keys.iter().enumerate().map(move |(i, k)| {
+                            let until = if k.valid_until_unix_ms == 0 {
+                                "no end".to_string()
+                            } else {
+                                format!("until {}", k.valid_until_unix_ms)
+                            };
+                            let (name, endpoint, state) = if i == 0 {
+                                (
+                                    p.name.clone(),
+                                    p.endpoint.clone(),
+                                    if p.enabled { "enabled" } else { "disabled" }.to_string(),
+                                )
+                            } else {
+                                Default::default()
+                            };
+                            vec![name, endpoint, state, format!("{} ({until})", k.vkey)]
+                        })
+                    })
+                    .collect();
+                output::table(&["PEER", "ENDPOINT", "STATE", "KEYS"], &rows);
             }
         }
         AdminCmd::Peer(PeerCmd::Enable { name }) => {
@@ -347,20 +371,19 @@ pub async fn run(a: AdminArgs) -> Result<()> {
                     .map_err(status)?
                     .into_inner();
             if json {
-                println!(
-                    "{}",
-                    serde_json::json!({"peer": name, "queue_depth": h.queue_depth, "oldest_queued_age_ms": h.oldest_queued_age_ms,
-                        "last_success_unix_ms": h.last_success_unix_ms, "breaker": h.breaker, "last_error": h.last_error})
-                );
+                output::json(&crate::status::health_json(&name, &h));
             } else {
-                println!("peer:          {name}");
-                println!("queue depth:   {}", h.queue_depth);
-                println!("oldest queued: {} ms", h.oldest_queued_age_ms);
-                println!("last success:  {}", ago(h.last_success_unix_ms));
-                println!("breaker:       {}", h.breaker);
+                let mut f = vec![
+                    ("peer", name.clone()),
+                    ("queue depth", h.queue_depth.to_string()),
+                    ("oldest queued", format!("{} ms", h.oldest_queued_age_ms)),
+                    ("last success", ago(h.last_success_unix_ms)),
+                    ("breaker", h.breaker.clone()),
+                ];
                 if !h.last_error.is_empty() {
-                    println!("last error:    {}", h.last_error);
+                    f.push(("last error", h.last_error.clone()));
                 }
+                output::fields(&f);
             }
         }
         AdminCmd::Quarantine(QuarantineCmd::List) => {
@@ -390,13 +413,23 @@ pub async fn run(a: AdminArgs) -> Result<()> {
             if json {
                 let v: Vec<_> = rows
                     .iter()
-                    .map(|(id, peer, d, age, author)| serde_json::json!({"record_id": id, "peer": peer, "outcome": d.to_json(), "age_ms": age, "author": author}))
+                    .map(|(id, peer, d, age, author)| serde_json::json!({"record_id": id, "peer": peer, "outcome": d.to_json(), "code": d.code(), "age_ms": age, "author": author}))
                     .collect();
-                println!("{}", serde_json::Value::Array(v));
+                output::json(&serde_json::Value::Array(v));
             } else {
-                for (id, peer, d, age, author) in rows {
-                    println!("{id}\t{peer}\t{author}\t{d}\t{:.1}s", age as f64 / 1000.0);
-                }
+                let rows: Vec<Vec<String>> = rows
+                    .into_iter()
+                    .map(|(id, peer, d, age, author)| {
+                        vec![
+                            id,
+                            peer,
+                            author,
+                            d.to_string(),
+                            format!("{:.1}s", age as f64 / 1000.0),
+                        ]
+                    })
+                    .collect();
+                output::table(&["RECORD", "PEER", "AUTHOR", "OUTCOME", "AGE"], &rows);
             }
         }
         AdminCmd::Quarantine(QuarantineCmd::Admit { record, reason }) => {
@@ -425,20 +458,31 @@ pub async fn run(a: AdminArgs) -> Result<()> {
                     .map_err(status)?
                     .into_inner();
                 shown += r.refusals.len() as u32;
-                for x in r.refusals {
-                    if json {
-                        all.push(serde_json::json!({"peer": x.peer, "code": x.code, "detail": x.detail, "at_unix_ms": x.at_unix_ms}));
-                    } else {
-                        println!("{}\t{}\t{}\t{}", x.at_unix_ms, x.peer, x.code, x.detail);
-                    }
-                }
+                all.extend(r.refusals);
                 token = r.next_page_token;
                 if token.is_empty() || (limit != 0 && shown >= limit) {
                     break;
                 }
             }
             if json {
-                println!("{}", serde_json::Value::Array(all));
+                let v: Vec<_> = all
+                    .iter()
+                    .map(|x| serde_json::json!({"peer": x.peer, "code": x.code, "detail": x.detail, "at_unix_ms": x.at_unix_ms}))
+                    .collect();
+                output::json(&serde_json::Value::Array(v));
+            } else {
+                let rows: Vec<Vec<String>> = all
+                    .iter()
+                    .map(|x| {
+                        vec![
+                            ago(x.at_unix_ms),
+                            x.peer.clone(),
+                            x.code.clone(),
+                            x.detail.clone(),
+                        ]
+                    })
+                    .collect();
+                output::table(&["WHEN", "PEER", "CODE", "DETAIL"], &rows);
             }
         }
     }

@@ -107,10 +107,11 @@ pub async fn append(a: AppendArgs) -> Result<()> {
     println!("signing {} records of ~{} bytes ...", a.records, a.size);
     let recs = Arc::new(sign_all(&alice, 0, a.records, a.size));
     let next = Arc::new(AtomicUsize::new(0));
+    let progress = crate::output::bar(a.records as u64, "appending (full load)");
     let start = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..a.clients {
-        let (recs, next) = (recs.clone(), next.clone());
+        let (recs, next, progress) = (recs.clone(), next.clone(), progress.clone());
         let mut client = WorkServiceClient::new(chans[c % chans.len()].clone());
         tasks.push(tokio::spawn(async move {
             let mut h = Histogram::<u64>::new(3).expect("histogram");
@@ -124,6 +125,7 @@ pub async fn append(a: AppendArgs) -> Result<()> {
                     })
                     .await?;
                 h.record(t.elapsed().as_micros() as u64).ok();
+                progress.inc(1);
             }
             anyhow::Ok(h)
         }));
@@ -132,6 +134,7 @@ pub async fn append(a: AppendArgs) -> Result<()> {
     for t in tasks {
         hist.add(t.await??)?;
     }
+    progress.finish_and_clear();
     let secs = start.elapsed().as_secs_f64();
     let rate = a.records as f64 / secs;
 
@@ -141,9 +144,10 @@ pub async fn append(a: AppendArgs) -> Result<()> {
     let n_half = (half * a.latency_secs as f64) as usize;
     let recs = Arc::new(sign_all(&alice, a.records, n_half, a.size));
     let next = Arc::new(AtomicUsize::new(0));
+    let progress = crate::output::bar(n_half as u64, "appending (half load)");
     let mut tasks = Vec::new();
     for c in 0..a.clients {
-        let (recs, next) = (recs.clone(), next.clone());
+        let (recs, next, progress) = (recs.clone(), next.clone(), progress.clone());
         let mut client = WorkServiceClient::new(chans[c % chans.len()].clone());
         tasks.push(tokio::spawn(async move {
             let mut h = Histogram::<u64>::new(3).expect("histogram");
@@ -160,6 +164,7 @@ pub async fn append(a: AppendArgs) -> Result<()> {
                     })
                     .await?;
                 h.record(t.elapsed().as_micros() as u64).ok();
+                progress.inc(1);
             }
             anyhow::Ok(h)
         }));
@@ -168,6 +173,7 @@ pub async fn append(a: AppendArgs) -> Result<()> {
     for t in tasks {
         lat.add(t.await??)?;
     }
+    progress.finish_and_clear();
     node.stop().await?;
 
     let cores = std::thread::available_parallelism()

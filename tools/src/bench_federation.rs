@@ -235,8 +235,10 @@ pub async fn run(a: FederationArgs) -> Result<()> {
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / offered));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
     let mut inflight = Vec::new();
+    let progress = crate::output::bar(recs.len() as u64, "paced submissions");
     for r in recs {
         tick.tick().await;
+        progress.inc(1);
         let id = signing::record_id(RECORD_PAYLOAD_TYPE, &r.payload).to_vec();
         if let Ok(mut m) = sent.lock() {
             m.insert(id, Instant::now());
@@ -252,6 +254,7 @@ pub async fn run(a: FederationArgs) -> Result<()> {
     for t in inflight {
         t.await?.context("submit")?;
     }
+    progress.finish_and_clear();
     hist.add(watcher.await??)?;
     na.stop().await?;
     nb.stop().await?;

@@ -102,14 +102,18 @@ pub async fn run() -> Result<()> {
         "Accord demo — two organisations and two witnesses on this machine, in {}\n",
         root.display()
     );
+    let progress = crate::output::bar(6, "starting");
     let (_, acme_key) = init_node(root, "acme", &["alice"])?;
     let (_, globex_key) = init_node(root, "globex", &["bob"])?;
     let logs = [
         ("acme.accord/log", acme_key.as_str()),
         ("globex.accord/log", globex_key.as_str()),
     ];
+    progress.inc(1);
     let w1 = InProcWitness::start_for(root, "witness-one.example", &logs).await?;
+    progress.inc(1);
     let w2 = InProcWitness::start_for(root, "witness-two.example", &logs).await?;
+    progress.inc(1);
     let entries = format!("{}{}", w1.node_config_entry(), w2.node_config_entry());
     let tune = |t: &mut String| {
         *t = t
@@ -121,7 +125,9 @@ pub async fn run() -> Result<()> {
         t.push_str(&entries);
     };
     let acme = InProcNode::start_initialised(root, "acme", tune).await?;
+    progress.inc(1);
     let globex = InProcNode::start_initialised(root, "globex", tune).await?;
+    progress.inc(1);
     println!(
         "witnesses on {} and {} co-sign both logs (policy: K = 2 of 2)",
         w1.grpc, w2.grpc
@@ -132,6 +138,7 @@ pub async fn run() -> Result<()> {
     let mut cg = globex.work().await?;
     add_peer(&acme, &globex, &["bob"]).await?;
     add_peer(&globex, &acme, &["alice"]).await?;
+    progress.finish_and_clear();
     println!("the nodes are peers (mutual TLS; each knows the other's keys)\n");
 
     let (alice, bob) = (acme.party("alice")?, globex.party("bob")?);

@@ -8,17 +8,24 @@ mod bench_log;
 mod bench_witness;
 mod creds;
 mod demo;
+mod health;
+mod hints;
 mod inproc;
 mod offline;
+mod output;
 mod receipt;
+mod status;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Accord's operator CLI: demo, benchmarks, offline verification and admin.
 #[derive(Parser)]
 #[command(version, about)]
 struct Cli {
+    /// How read commands print: a table for people, or JSON for scripts.
+    #[arg(long, global = true, value_enum, default_value_t = output::Output::Table)]
+    output: output::Output,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -37,6 +44,16 @@ enum Cmd {
     /// Federation receipts: fetch one, or verify one offline.
     #[command(subcommand)]
     Receipt(receipt::ReceiptCmd),
+    /// One node's health on one screen: log size, checkpoint and witnesses, peers, quarantine.
+    Status(status::StatusArgs),
+    /// gRPC health check over TLS (for probes): exit 0 when SERVING.
+    Health(health::HealthArgs),
+    /// Print a shell completion script: `accordctl completions bash > /etc/bash_completion.d/accordctl`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Subcommand)]
@@ -53,10 +70,19 @@ enum BenchCmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let out = cli.output;
     let cmd = match cli.cmd {
         // Offline verification needs no runtime and has its own exit codes (0 valid, 1 invalid, 2 usage).
-        Cmd::Offline(c) => return offline::run(c),
-        Cmd::Receipt(receipt::ReceiptCmd::Verify(a)) => return receipt::verify(a),
+        Cmd::Offline(c) => return offline::run(c, out),
+        Cmd::Receipt(receipt::ReceiptCmd::Verify(a)) => return receipt::verify(a, out),
+        Cmd::Completions { shell } => {
+            // Into a buffer first: clap_complete panics when its writer fails (`| head`).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "accordctl", &mut script);
+            use std::io::Write as _;
+            let _ = std::io::stdout().write_all(&script);
+            return ExitCode::SUCCESS;
+        }
         other => other,
     };
     tracing_subscriber::fmt()
@@ -80,10 +106,12 @@ fn main() -> ExitCode {
             Cmd::Bench(BenchCmd::Log(a)) => bench_log::run(a).await,
             Cmd::Bench(BenchCmd::Witness(a)) => bench_witness::run(a).await,
             Cmd::Bench(BenchCmd::Federation(a)) => bench_federation::run(a).await,
-            Cmd::Admin(a) => admin::run(a).await,
-            Cmd::Receipt(receipt::ReceiptCmd::Fetch(a)) => receipt::fetch(a).await,
+            Cmd::Admin(a) => admin::run(a, out).await,
+            Cmd::Status(a) => status::run(a, out).await,
+            Cmd::Health(a) => health::run(a, out).await,
+            Cmd::Receipt(receipt::ReceiptCmd::Fetch(a)) => receipt::fetch(a, out).await,
             Cmd::Receipt(receipt::ReceiptCmd::Verify(_)) => Ok(()),
-            Cmd::Offline(_) => Ok(()),
+            Cmd::Offline(_) | Cmd::Completions { .. } => Ok(()),
         }
     });
     match r {

@@ -167,9 +167,10 @@ impl Failure {
 
 /// Runs an offline command with the process's stdin and stdout; prints the reason for a
 /// failure on stderr and returns the exit code.
-pub fn run(cmd: OfflineCommand) -> ExitCode {
+pub fn run(cmd: OfflineCommand, output: crate::output::Output) -> ExitCode {
     let stdout = std::io::stdout();
-    match execute(cmd, &mut std::io::stdin().lock(), &mut stdout.lock()) {
+    let json = output == crate::output::Output::Json;
+    match execute_as(cmd, &mut std::io::stdin().lock(), &mut stdout.lock(), json) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
             // One line, whatever the error text held.
@@ -179,7 +180,21 @@ pub fn run(cmd: OfflineCommand) -> ExitCode {
     }
 }
 
+#[cfg(test)]
 fn execute(cmd: OfflineCommand, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<(), Failure> {
+    execute_as(cmd, stdin, out, false)
+}
+
+/// Runs a command; `json` prints one JSON document instead of lines (`--output json`).
+fn execute_as(
+    cmd: OfflineCommand,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+    json: bool,
+) -> Result<(), Failure> {
+    if json {
+        return execute_json(cmd, stdin, out);
+    }
     match cmd {
         OfflineCommand::Tlog(TlogCommand::VerifyInclusion(a)) => {
             merkle::verify_inclusion(&a.leaf_hash, a.index, a.size, &a.proof, &a.root)
@@ -208,6 +223,67 @@ fn execute(cmd: OfflineCommand, stdin: &mut dyn Read, out: &mut dyn Write) -> Re
         OfflineCommand::Note(NoteCommand::Verify(a)) => note_verify(&a, stdin, out),
         OfflineCommand::Key(KeyCommand::Generate(a)) => key_generate(&a, out),
     }
+}
+
+/// `--output json`: the same checks; the result as one JSON document.
+fn execute_json(
+    cmd: OfflineCommand,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let v = match cmd {
+        OfflineCommand::Tlog(TlogCommand::VerifyInclusion(a)) => {
+            merkle::verify_inclusion(&a.leaf_hash, a.index, a.size, &a.proof, &a.root)
+                .map_err(Failure::invalid)?;
+            serde_json::json!({"valid": true, "leaf_hash": hex::encode(a.leaf_hash),
+                "index": a.index, "size": a.size, "root": hex::encode(a.root)})
+        }
+        OfflineCommand::Tlog(TlogCommand::VerifyConsistency(a)) => {
+            merkle::verify_consistency(a.size1, a.size2, &a.proof, &a.root1, &a.root2)
+                .map_err(Failure::invalid)?;
+            serde_json::json!({"valid": true, "size1": a.size1, "size2": a.size2,
+                "root1": hex::encode(a.root1), "root2": hex::encode(a.root2)})
+        }
+        OfflineCommand::Note(NoteCommand::Verify(a)) => {
+            let msg = read_input(a.file.as_ref(), stdin)?;
+            let opened = note::open(&msg, &a.vkeys).map_err(Failure::invalid)?;
+            let checkpoint = Checkpoint::parse(&opened.text).ok().map(|cp| {
+                serde_json::json!({"origin": cp.origin, "size": cp.size, "root": B64.encode(cp.root)})
+            });
+            let mut signed_by = Vec::new();
+            let mut cosigned_by = Vec::new();
+            for v in &opened.verified {
+                let key = v.verifier.key_ref().to_string();
+                match (v.verifier.kind(), v.timestamp) {
+                    (KeyKind::CosignatureV1, Some(t)) => cosigned_by.push(
+                        serde_json::json!({"key": key, "timestamp": t, "time": utc_rfc3339(t)}),
+                    ),
+                    _ => signed_by.push(key),
+                }
+            }
+            let unknown: Vec<String> = opened
+                .unverified
+                .iter()
+                .map(|s| s.key_ref().to_string())
+                .collect();
+            serde_json::json!({"valid": true, "checkpoint": checkpoint, "signed_by": signed_by,
+                "cosigned_by": cosigned_by, "unknown": unknown})
+        }
+        OfflineCommand::Key(KeyCommand::Generate(a)) => {
+            let mut lines = Vec::new();
+            key_generate(&a, &mut lines)?;
+            let text = String::from_utf8_lossy(&lines).to_string();
+            let mut it = text.lines();
+            let vkey = it.next().unwrap_or_default();
+            match it.next() {
+                Some(skey) => serde_json::json!({"vkey": vkey, "skey": skey}),
+                None => {
+                    serde_json::json!({"vkey": vkey, "skey_file": a.out.as_ref().map(|p| p.display().to_string())})
+                }
+            }
+        }
+    };
+    say(out, format_args!("{v}"))
 }
 
 fn say(out: &mut dyn Write, line: fmt::Arguments<'_>) -> Result<(), Failure> {

@@ -47,8 +47,8 @@ pub struct VerifyArgs {
     /// Also require the receipt to be about this record (hex id).
     #[arg(long)]
     pub record: Option<String>,
-    /// Print JSON.
-    #[arg(long)]
+    /// Print JSON (the same as `--output json`).
+    #[arg(long, hide = true)]
     pub json: bool,
 }
 
@@ -67,6 +67,11 @@ pub struct FetchArgs {
     /// Where to write the receipt.
     #[arg(long)]
     pub out: PathBuf,
+    /// Wait (up to SECS, default 60) until the receipt carries the peer's checkpoint and
+    /// inclusion proof, i.e. until `receipt verify` can prove it: the receiver must first
+    /// checkpoint its admission declaration.
+    #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "60")]
+    pub wait: Option<u64>,
 }
 
 fn usage(msg: String) -> ExitCode {
@@ -75,7 +80,8 @@ fn usage(msg: String) -> ExitCode {
 }
 
 /// `receipt verify`: needs no runtime.
-pub fn verify(a: VerifyArgs) -> ExitCode {
+pub fn verify(a: VerifyArgs, out: crate::output::Output) -> ExitCode {
+    let json = out.or_json(a.json) == crate::output::Output::Json;
     let bytes = match std::fs::read(&a.receipt) {
         Ok(b) => b,
         Err(e) => return usage(format!("{}: {e}", a.receipt.display())),
@@ -124,7 +130,7 @@ pub fn verify(a: VerifyArgs) -> ExitCode {
             r.receiver
         ));
     }
-    if a.json {
+    if json {
         let j = serde_json::json!({
             "valid": true,
             "receiver": r.receiver,
@@ -157,31 +163,88 @@ pub fn verify(a: VerifyArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `receipt fetch`.
-pub async fn fetch(a: FetchArgs) -> Result<()> {
-    let id = hex::decode(&a.record).context("--record: not hex")?;
-    let d = a
-        .conn
-        .work()
-        .await?
-        .get_durability(GetDurabilityRequest {
-            record_id: id.into(),
-        })
-        .await
-        .map_err(|s| anyhow!("GetDurability: {:?}: {}", s.code(), s.message()))?
-        .into_inner();
-    let p = d
-        .peers
-        .iter()
-        .find(|p| p.peer == a.peer)
-        .ok_or_else(|| anyhow!("no receipt from peer {:?} for this record yet", a.peer))?;
-    if p.receipt.is_empty() {
-        return Err(anyhow!(
-            "no receipt from peer {:?} for this record yet",
-            a.peer
-        ));
+/// What a stored receipt says, without verifying it (`receipt verify` does that).
+fn peek(receipt: &[u8]) -> Option<accord_proto::pb::federation::v1::Receipt> {
+    let signed = Signed::decode(receipt).ok()?;
+    accord_proto::pb::federation::v1::Receipt::decode(signed.payload.as_ref()).ok()
+}
+
+/// `receipt fetch`: the latest receipt the peer gave for the record; with `--wait`, polls until
+/// it carries the receiver's checkpoint and inclusion proof.
+pub async fn fetch(a: FetchArgs, out: crate::output::Output) -> Result<()> {
+    let id = hex::decode(a.record.trim()).context("--record: not hex")?;
+    let mut client = a.conn.work().await?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(a.wait.unwrap_or(0));
+    let spinner = a
+        .wait
+        .map(|_| crate::output::spinner("waiting for the receiver's checkpoint and proof"));
+    let (receipt, durability, code) = loop {
+        let d = client
+            .get_durability(GetDurabilityRequest {
+                record_id: id.clone().into(),
+            })
+            .await
+            .map_err(|s| crate::hints::status_error(&s, "--token-file <node dir>/admin.token or a party token that may read the record"))?
+            .into_inner();
+        let found = d
+            .peers
+            .iter()
+            .find(|p| p.peer == a.peer && !p.receipt.is_empty());
+        let proven = found
+            .and_then(|p| peek(&p.receipt))
+            .is_some_and(|r| !r.checkpoint.is_empty());
+        if let Some(p) = found
+            && (proven || a.wait.is_none())
+        {
+            let state = p.durability().as_str_name();
+            let state = state.trim_start_matches("DURABILITY_").to_lowercase();
+            break (p.receipt.to_vec(), state, p.code.clone());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(match found {
+                None => anyhow!(
+                    "no receipt from peer {:?} for this record yet — is {:?} a peer this record is delivered to? `accordctl admin peer health {}` shows its queue",
+                    a.peer,
+                    a.peer,
+                    a.peer
+                ),
+                Some(_) => anyhow!(
+                    "peer {:?} answered, but its receipt carries no checkpoint and proof yet — wait longer (--wait SECS): the receiver proves admission once it has checkpointed",
+                    a.peer
+                ),
+            });
+        }
+        // Receipts are fetched again by the node's poller; ask again shortly.
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    };
+    if let Some(s) = spinner {
+        s.finish_and_clear();
     }
-    std::fs::write(&a.out, &p.receipt).with_context(|| format!("write {}", a.out.display()))?;
-    println!("wrote {} ({} bytes)", a.out.display(), p.receipt.len());
+    std::fs::write(&a.out, &receipt).with_context(|| format!("write {}", a.out.display()))?;
+    let r = peek(&receipt).unwrap_or_default();
+    if out == crate::output::Output::Json {
+        crate::output::json(&serde_json::json!({
+            "path": a.out.display().to_string(),
+            "bytes": receipt.len(),
+            "peer": a.peer,
+            "record_id": hex::encode(&id),
+            "durability": durability,
+            "code": code,
+            "proven": !r.checkpoint.is_empty(),
+        }));
+    } else {
+        println!(
+            "wrote {} ({} bytes): {} at {}{}",
+            a.out.display(),
+            receipt.len(),
+            durability,
+            a.peer,
+            if r.checkpoint.is_empty() {
+                " — no checkpoint and proof yet (fetch again later, or --wait)"
+            } else {
+                ", with the receiver's checkpoint and inclusion proof"
+            }
+        );
+    }
     Ok(())
 }

@@ -49,6 +49,8 @@ struct RawConfig {
     key_file: PathBuf,
     data_dir: PathBuf,
     admin_token_sha256: String,
+    #[serde(default)]
+    metrics_listen: Option<String>,
     grpc: RawGrpc,
     http: RawHttp,
     #[serde(default)]
@@ -118,6 +120,8 @@ pub struct Config {
     pub http_limits: HttpLimits,
     /// The logs written into the store at start.
     pub logs: Vec<LogConfig>,
+    /// The Prometheus metrics listen address (plain HTTP, `GET /metrics`); off when `None`.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl std::fmt::Debug for Config {
@@ -247,6 +251,11 @@ impl RawConfig {
         )?;
 
         let http_listen = parse_addr("http.listen", &self.http.listen)?;
+        let metrics_listen = self
+            .metrics_listen
+            .as_deref()
+            .map(|a| parse_addr("metrics_listen", a))
+            .transpose()?;
         let http_tls = match (&self.http.tls_cert, &self.http.tls_key) {
             (None, None) => None,
             (Some(cert), Some(key)) => Some(tls_config("http", base, cert, key, tls::ALPN_HTTP1)?),
@@ -334,6 +343,7 @@ impl RawConfig {
             limits,
             http_limits,
             logs,
+            metrics_listen,
         })
     }
 }

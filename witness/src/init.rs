@@ -133,6 +133,8 @@ data_dir = "data"
 # SHA-256 (hex) of the admin bearer token (the token itself is in admin.token).
 # WitnessAdminService calls send "authorization: Bearer <token>".
 admin_token_sha256 = "{token_hash}"
+# Prometheus metrics (plain HTTP, GET /metrics) on their own listener; off unless set.
+# metrics_listen = "127.0.0.1:9465"
 
 # gRPC (accord.witness.v1, grpc.health.v1, reflection), always over TLS.
 [grpc]

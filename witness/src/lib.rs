@@ -22,6 +22,7 @@ pub mod grpc;
 pub mod http;
 pub mod init;
 pub mod logs;
+pub mod metrics;
 pub mod request;
 pub mod server;
 pub mod store;

@@ -38,8 +38,8 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:7080")]
         http_listen: String,
     },
-    /// Serve. Prints `listening grpc=ADDR http=ADDR` as the first line on stdout; logs go to
-    /// stderr.
+    /// Serve. Prints `listening grpc=ADDR http=ADDR` as the first line on stdout (and
+    /// `metrics ADDR` as the second when `metrics_listen` is set); logs go to stderr.
     Serve {
         /// The config file.
         #[arg(long)]
@@ -124,6 +124,10 @@ async fn main() -> anyhow::Result<()> {
                 listeners.grpc_addr()?,
                 listeners.http_addr()?
             );
+            // The second line, when metrics are on: the metrics address.
+            if let Some(m) = listeners.metrics_addr()? {
+                println!("metrics {m}");
+            }
             let shutdown = CancellationToken::new();
             tokio::spawn(shutdown_on_signal(shutdown.clone()));
             accord_witness::run(config, listeners, shutdown)

@@ -27,6 +27,8 @@ pub struct Listeners {
     pub grpc: TcpListener,
     /// The C2SP HTTP listener.
     pub http: TcpListener,
+    /// The Prometheus listener (`metrics_listen`; plain HTTP `GET /metrics`), when configured.
+    pub metrics: Option<TcpListener>,
 }
 
 impl Listeners {
@@ -40,7 +42,19 @@ impl Listeners {
         Ok(Listeners {
             grpc: bind("grpc.listen", config.grpc_listen).await?,
             http: bind("http.listen", config.http_listen).await?,
+            metrics: match config.metrics_listen {
+                Some(a) => Some(bind("metrics_listen", a).await?),
+                None => None,
+            },
         })
+    }
+
+    /// The bound metrics address, when metrics are on.
+    pub fn metrics_addr(&self) -> Result<Option<SocketAddr>, Error> {
+        self.metrics
+            .as_ref()
+            .map(|l| l.local_addr().map_err(|e| Error::Transport(e.to_string())))
+            .transpose()
     }
 
     /// The bound gRPC address.
@@ -104,6 +118,7 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> Result<(), Error> {
     let stop = shutdown.child_token();
+    let witness_for_metrics = witness.clone();
     info!(
         grpc = %listeners.grpc_addr()?,
         http = %listeners.http_addr()?,
@@ -136,13 +151,26 @@ pub async fn serve(
             r
         }
     };
-    let (g, h) = tokio::join!(grpc, http);
+    let metrics = {
+        let stop = stop.clone();
+        let listener = listeners.metrics;
+        async move {
+            match listener {
+                Some(l) => crate::metrics::serve(witness_for_metrics, l, stop).await,
+                None => Ok(()),
+            }
+        }
+    };
+    let (g, h, m) = tokio::join!(grpc, http, metrics);
+    if let Err(e) = &m {
+        error!(server = "metrics", error = %e, "server failed");
+    }
     for (name, r) in [("grpc", &g), ("http", &h)] {
         if let Err(e) = r {
             error!(server = name, error = %e, "server failed");
         }
     }
-    g.and(h)
+    g.and(h).and(m)
 }
 
 async fn serve_grpc(
@@ -158,10 +186,12 @@ async fn serve_grpc(
     health
         .set_serving::<WitnessAdminServiceServer<AdminGrpc>>()
         .await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(accord_proto::pb::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    // Both reflection versions (grpcurl asks v1 first; grpcio and older tools v1alpha).
+    let reflection = reflection_builder()
         .build_v1()
+        .map_err(|e| Error::Internal(format!("reflection: {e}")))?;
+    let reflection_v1alpha = reflection_builder()
+        .build_v1alpha()
         .map_err(|e| Error::Internal(format!("reflection: {e}")))?;
 
     let witness_service = WitnessServiceServer::new(WitnessGrpc::new(witness.clone()))
@@ -202,9 +232,35 @@ async fn serve_grpc(
         .trace_fn(|req| tracing::info_span!("grpc", path = %req.uri().path()))
         .add_service(health_service)
         .add_service(reflection)
+        .add_service(reflection_v1alpha)
         .add_service(witness_service)
         .add_service(admin_service)
         .serve_with_incoming_shutdown(incoming, signal)
         .await
         .map_err(|e| Error::Transport(format!("grpc: {e}")))
+}
+
+/// The services the witness serves, as reflection lists them (DESIGN.md, "Operations": both
+/// reflection versions list exactly the services served — not the node's, whose descriptors
+/// share the file descriptor set).
+pub const SERVED_SERVICES: &[&str] = &[
+    "accord.witness.v1.WitnessService",
+    "accord.witness.v1.WitnessAdminService",
+    "grpc.health.v1.Health",
+    "grpc.reflection.v1.ServerReflection",
+    "grpc.reflection.v1alpha.ServerReflection",
+];
+
+/// A reflection builder listing exactly [`SERVED_SERVICES`]; both reflection versions'
+/// descriptors are registered so that either version resolves both names.
+fn reflection_builder() -> tonic_reflection::server::Builder<'static> {
+    let mut b = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(accord_proto::pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET);
+    for s in SERVED_SERVICES {
+        b = b.with_service_name(*s);
+    }
+    b
 }

@@ -118,6 +118,8 @@ pub struct Witness {
     entries: RwLock<BTreeMap<String, Entry>>,
     /// Serialises admin changes so the store and the in-memory map change in the same order.
     admin: Mutex<()>,
+    /// Prometheus metrics (served on `metrics_listen`).
+    metrics: crate::metrics::Metrics,
 }
 
 impl std::fmt::Debug for Witness {
@@ -185,7 +187,13 @@ impl Witness {
             limits: opts.limits,
             entries: RwLock::new(entries),
             admin: Mutex::new(()),
+            metrics: crate::metrics::Metrics::new(),
         })
+    }
+
+    /// The witness's metrics.
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
     }
 
     /// The witness's cosigner public key (type 0x04); `to_vkey()` is what logs configure.
@@ -210,8 +218,14 @@ impl Witness {
     /// the consistency proof against the held checkpoint, stores the new checkpoint (synced) and
     /// returns the cosignature line. Errors are in the order the spec lists them: 404, 403, 400,
     /// 409, 422.
-    #[instrument(name = "add_checkpoint", skip_all, fields(origin = tracing::field::Empty, old_size = req.old_size, size = tracing::field::Empty))]
     pub async fn add_checkpoint(&self, req: AddCheckpoint) -> Result<Cosigned, Error> {
+        let r = self.add_checkpoint_counted(req).await;
+        self.metrics.add_checkpoint(&r);
+        r
+    }
+
+    #[instrument(name = "add_checkpoint", skip_all, fields(origin = tracing::field::Empty, old_size = req.old_size, size = tracing::field::Empty))]
+    async fn add_checkpoint_counted(&self, req: AddCheckpoint) -> Result<Cosigned, Error> {
         let global = self
             .global
             .clone()

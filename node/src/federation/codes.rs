@@ -39,6 +39,28 @@ pub fn invalid_operation(kernel_code: &str) -> String {
     format!("{INVALID_OPERATION}:{kernel_code}")
 }
 
+/// The closed list of admission codes (quarantine and rejection of one record);
+/// `INVALID_OPERATION` stands for `invalid_operation:<kernel code>`.
+pub const ADMISSION_CODES: &[&str] = &[
+    MISSING_BASIS,
+    BAD_SIGNATURE,
+    MALFORMED,
+    UNAUTHORIZED_AUTHOR,
+    UNKNOWN_KEY,
+    QUARANTINE_TIMEOUT,
+    OPERATOR,
+    INVALID_OPERATION,
+];
+
+/// The closed list of envelope refusal codes (the whole envelope, PERMISSION_DENIED); an
+/// envelope can also be refused `bad_signature`, `unknown_key` or `malformed`.
+pub const REFUSAL_CODES: &[&str] = &[
+    UNKNOWN_PEER,
+    PEER_DISABLED,
+    WRONG_TLS_IDENTITY,
+    WRONG_RECEIVER,
+];
+
 /// One admission decision (seed 000, "Federation admission").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

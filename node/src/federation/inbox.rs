@@ -497,6 +497,7 @@ pub async fn deliver(
             &admission_receipt(node, peer.name(), &env_id, &d.id, &e),
         );
         e.first_receipt = receipt.encode_to_vec();
+        node.metrics.admission(&e.decision);
         if e.decision == Decision::Admitted {
             tracing::debug!(peer = peer.name(), record_id = %hex::encode(d.id), decision = %e.decision, admission_seq = r.sequence, "federation: admission");
         } else {

@@ -13,6 +13,7 @@
 //! | [`refusals`] | refused envelopes and calls: a bounded, rate-limited ring (cf `inbox`) |
 //! | [`receipts`] | receipts: building, offline verification, the sender's store (cf `receipts`) |
 //! | [`codes`] | outcomes and the closed list of reason codes |
+//! | [`handshake`] | why a connection to a peer failed (TLS refusals), for `peer health` |
 //!
 //! The path: a locally authored record enters the ledger → the router queues it for each peer
 //! organisation with a party in its commitment → that peer's sender delivers it in a signed
@@ -24,6 +25,7 @@
 pub mod breaker;
 pub mod codes;
 pub mod db;
+pub mod handshake;
 pub mod inbox;
 pub mod outbox;
 pub mod peers;

@@ -359,6 +359,7 @@ async fn close(
         .await
         .map_err(|e| Error::Internal(e.to_string()))??;
     tracing::info!(peer = %q.peer, record_id = %hex::encode(id), decision = %decision, author, admission_seq = r.sequence, "federation: quarantine closed");
+    node.metrics.admission(&decision);
     let fed = &node.federation;
     fed.quarantine.wake(fed.quarantine.waiters(&id)?);
     Ok((decision, admission_id))

@@ -239,6 +239,7 @@ pub fn refuse_from(
     let detail = truncate(&detail, MAX_FIELD_BYTES);
     let peer = truncate(peer, MAX_FIELD_BYTES);
     tracing::warn!(peer = %peer, source = %truncate(source, 64), code, detail = %detail, "federation: refused");
+    node.metrics.refusal(code);
     let r = Refusal {
         peer,
         code: code.to_string(),

@@ -142,6 +142,9 @@ fn status_fail(s: tonic::Status) -> Fail {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
+    if let Some(cause) = super::handshake::classify(&s) {
+        return Fail::Other(cause);
+    }
     let msg = format!("{:?}: {} {}", s.code(), reason, s.message());
     if s.code() == tonic::Code::ResourceExhausted {
         Fail::Exhausted(msg)
@@ -485,6 +488,12 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
                 }
             }
             Err(Fail::Other(msg)) => {
+                let msg = match super::handshake::is_transport(&msg) {
+                    true => super::handshake::probe(&node, &peer, Duration::from_secs(3))
+                        .await
+                        .unwrap_or(msg),
+                    false => msg,
+                };
                 let w = breaker.failure(Instant::now());
                 health.set_breaker(breaker.state());
                 tracing::warn!(peer = %name, error = %msg, failures = breaker.failures(), breaker = breaker.state().as_str(), retry_in_ms = w.as_millis() as u64, "delivery failed");

@@ -44,6 +44,7 @@ pub struct Ledger<I> {
     store: Arc<Store>,
     tx: mpsc::Sender<Job<I>>,
     len: watch::Receiver<u64>,
+    metrics: Arc<std::sync::OnceLock<crate::metrics::Metrics>>,
 }
 
 impl<I> std::fmt::Debug for Ledger<I> {
@@ -60,6 +61,7 @@ impl<I> Clone for Ledger<I> {
             store: self.store.clone(),
             tx: self.tx.clone(),
             len: self.len.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 }
@@ -87,7 +89,9 @@ impl<I: Send + 'static> Ledger<I> {
         }
         let (len_tx, len_rx) = watch::channel(len);
         let (tx, rx) = mpsc::channel(max_batch.max(1) * 4);
-        let w = writer::Writer::new(store.clone(), machine, len, max_batch, len_tx)?;
+        let metrics = Arc::new(std::sync::OnceLock::new());
+        let w = writer::Writer::new(store.clone(), machine, len, max_batch, len_tx)?
+            .observed(metrics.clone());
         let handle = std::thread::Builder::new()
             .name("ledger-writer".into())
             .spawn(move || w.run(rx))
@@ -97,6 +101,7 @@ impl<I: Send + 'static> Ledger<I> {
                 store,
                 tx,
                 len: len_rx,
+                metrics,
             },
             handle,
         ))
@@ -104,12 +109,22 @@ impl<I: Send + 'static> Ledger<I> {
 
     /// Appends one record; resolves once it is durable (or was already in the ledger).
     pub async fn append(&self, a: Append<I>) -> Result<AppendResult, Error> {
+        let started = std::time::Instant::now();
         let (tx, rx) = oneshot::channel();
         self.tx
             .send(Job::Append(Box::new(a), tx))
             .await
             .map_err(|_| Error::LedgerStopped)?;
-        rx.await.map_err(|_| Error::LedgerStopped)?
+        let r = rx.await.map_err(|_| Error::LedgerStopped)?;
+        if let Some(m) = self.metrics.get() {
+            m.append_latency(started.elapsed());
+        }
+        r
+    }
+
+    /// Reports appends, group-commit sizes and append latency to `metrics` from now on.
+    pub fn observe(&self, metrics: crate::metrics::Metrics) {
+        let _ = self.metrics.set(metrics);
     }
 
     /// Stops the writer after the appends already queued; later appends fail with

@@ -46,6 +46,7 @@ pub(super) struct Writer<M: Machine> {
     range: CompactRange,
     max_batch: usize,
     len_tx: watch::Sender<u64>,
+    metrics: Arc<std::sync::OnceLock<crate::metrics::Metrics>>,
 }
 
 type Reply = oneshot::Sender<Result<AppendResult, Error>>;
@@ -68,7 +69,17 @@ impl<M: Machine> Writer<M> {
             range,
             max_batch,
             len_tx,
+            metrics: Arc::default(),
         })
+    }
+
+    /// Reports group commits to the metrics set (later) in `metrics`.
+    pub(super) fn observed(
+        mut self,
+        metrics: Arc<std::sync::OnceLock<crate::metrics::Metrics>>,
+    ) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     pub(super) fn run(mut self, mut rx: mpsc::Receiver<Job<M::Input>>) {
@@ -202,6 +213,9 @@ impl<M: Machine> Writer<M> {
                 return Err(storage(e));
             }
             self.len_tx.send_replace(self.next);
+        }
+        if let Some(m) = self.metrics.get() {
+            m.group_commit(in_batch.len(), replies.len() - in_batch.len());
         }
         for (reply, r) in replies {
             let _ = reply.send(r);

@@ -37,7 +37,10 @@ pub async fn step(node: &Arc<Node>, witnesses: &WitnessClient) -> Result<(), Err
     let latest = node.log.latest();
     let latest = match latest {
         Some(c) if c.size >= size => c,
-        _ if size == 0 => return Ok(()),
+        _ if size == 0 => {
+            node.metrics.checkpoint_current();
+            return Ok(());
+        }
         _ => {
             let n = node.clone();
             let c = tokio::task::spawn_blocking(move || -> Result<StoredCheckpoint, Error> {
@@ -60,6 +63,7 @@ pub async fn step(node: &Arc<Node>, witnesses: &WitnessClient) -> Result<(), Err
             c
         }
     };
+    node.metrics.checkpoint_current();
     if witnesses.k() == 0 || node.log.witnessed().is_some_and(|w| w.size >= latest.size) {
         return Ok(());
     }

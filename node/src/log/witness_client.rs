@@ -37,6 +37,7 @@ struct State {
 pub struct WitnessClient {
     k: usize,
     witnesses: Vec<Witness>,
+    metrics: Option<crate::metrics::Metrics>,
 }
 
 impl std::fmt::Debug for WitnessClient {
@@ -96,7 +97,14 @@ impl WitnessClient {
         Ok(WitnessClient {
             k: config.witnesses.k,
             witnesses,
+            metrics: None,
         })
+    }
+
+    /// Counts cosignature failures per witness in `metrics`.
+    pub fn with_metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Cosignatures needed.
@@ -244,6 +252,9 @@ impl WitnessClient {
     }
 
     fn failed(&self, w: &Witness, known: u64) {
+        if let Some(m) = &self.metrics {
+            m.cosignature_failed(w.verifier.name());
+        }
         if let Ok(mut s) = w.state.lock() {
             s.known_size = known;
             s.failures = s.failures.saturating_add(1);

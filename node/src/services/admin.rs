@@ -45,6 +45,42 @@ impl AdminApi {
     }
 }
 
+/// Every peer with its delivery health, and the quarantine's size (blocking: RocksDB reads).
+fn status_of_federation(n: &Node) -> Result<(Vec<pb::PeerStatus>, u64), Error> {
+    let fed = &n.federation;
+    let now = crate::clock::now_ms();
+    let mut peers = Vec::new();
+    for p in fed.peers.list() {
+        let name = p.name();
+        let h = fed.health(name);
+        let oldest = fed.outbox.oldest(name)?;
+        peers.push(pb::PeerStatus {
+            name: name.to_string(),
+            endpoint: p.record.endpoint.clone(),
+            enabled: p.enabled(),
+            health: Some(pb::GetPeerHealthResponse {
+                queue_depth: fed.outbox.depth(name),
+                oldest_queued_age_ms: oldest.map(|t| (now - t).max(0)).unwrap_or(0),
+                last_success_unix_ms: h.last_success(),
+                breaker: h.breaker().as_str().to_string(),
+                last_error: h.last_error(),
+            }),
+        });
+    }
+    Ok((peers, fed.quarantine.list()?.len() as u64))
+}
+
+/// The key names of a signed note's signature lines (`— <name> <base64>`) other than `origin`'s
+/// own: the witnesses that cosigned a checkpoint (c2sp.org/signed-note).
+fn cosigners(note: &str, origin: &str) -> Vec<String> {
+    note.lines()
+        .filter_map(|l| l.strip_prefix("\u{2014} "))
+        .filter_map(|l| l.split(' ').next())
+        .filter(|name| *name != origin)
+        .map(str::to_string)
+        .collect()
+}
+
 #[tonic::async_trait]
 impl AdminService for AdminApi {
     #[tracing::instrument(skip_all)]
@@ -54,13 +90,23 @@ impl AdminService for AdminApi {
     ) -> Result<Response<pb::GetStatusResponse>, Status> {
         self.auth(&req)?;
         let n = &self.node;
+        // One screen of health for `accordctl status`: peers and quarantine read RocksDB.
+        let (peers, quarantine_size) = self.blocking(status_of_federation).await?;
+        let witnessed = n.log.witnessed();
         Ok(Response::new(pb::GetStatusResponse {
             name: n.name().to_string(),
             ledger_size: n.ledger.len(),
             checkpoint_size: n.log.latest().map(|c| c.size).unwrap_or(0),
-            witnessed_size: n.log.witnessed().map(|c| c.size).unwrap_or(0),
+            witnessed_size: witnessed.as_ref().map(|c| c.size).unwrap_or(0),
             origin: n.config.origin(),
             vkey: n.signer.verifier().to_vkey(),
+            quarantine_size,
+            peers,
+            witnesses_required: n.config.witnesses.k as u32,
+            witnessed_by: witnessed
+                .map(|c| cosigners(&c.note, &n.config.origin()))
+                .unwrap_or_default(),
+            checkpoint_age_ms: n.metrics.checkpoint_age().as_millis() as i64,
         }))
     }
 

@@ -1,0 +1,348 @@
+//! Prometheus metrics of one node (DESIGN.md, "Operations": a separate listener,
+//! `metrics_listen`, series named `accord_*`).
+//!
+//! A [`Metrics`] holds its own [`Registry`] — no global recorder, since the demo and the
+//! benchmarks run two nodes in one process. Counters and histograms are updated where things
+//! happen, with one-line calls (ledger writer, checkpointer, witness client, federation inbox);
+//! gauges that derive from state (ledger size, checkpoint sizes, queue depths, breakers,
+//! quarantine size) are computed from the node's state when scraped ([`gather`]).
+//!
+//! [`serve`] answers `GET /metrics` in the Prometheus text format on its own listener.
+
+use crate::server::Node;
+use prometheus::{
+    Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
+};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// The node's metrics and their registry.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    registry: Registry,
+    appends: IntCounter,
+    duplicates: IntCounter,
+    group_commit_records: Histogram,
+    append_seconds: Histogram,
+    ledger_records: IntGauge,
+    checkpoint_size: IntGauge,
+    checkpoint_age: Gauge,
+    witnessed_size: IntGauge,
+    cosignature_failures: IntCounterVec,
+    peer_queue_depth: IntGaugeVec,
+    peer_oldest_queued: GaugeVec,
+    peer_breaker: IntGaugeVec,
+    peer_enabled: IntGaugeVec,
+    admissions: IntCounterVec,
+    refusals: IntCounterVec,
+    quarantine_size: IntGauge,
+    tls_handshake_failures: IntCounterVec,
+    /// Unix ms when the checkpointer last found the latest checkpoint covering the whole ledger
+    /// (0 = not yet since start).
+    checkpoint_current_at: Arc<AtomicI64>,
+    started: Instant,
+}
+
+fn must<T>(r: prometheus::Result<T>) -> T {
+    // Only fails on an invalid or duplicate name, which are fixed here: a bug, found by the
+    // tests on first use.
+    r.expect("metric definition")
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh registry with every series of the node.
+    pub fn new() -> Metrics {
+        let registry = Registry::new();
+        let reg = |c: Box<dyn prometheus::core::Collector>| must(registry.register(c));
+        let counter = |name: &str, help: &str| {
+            let c = must(IntCounter::new(name, help));
+            reg(Box::new(c.clone()));
+            c
+        };
+        let counter_vec = |name: &str, help: &str, labels: &[&str]| {
+            let c = must(IntCounterVec::new(Opts::new(name, help), labels));
+            reg(Box::new(c.clone()));
+            c
+        };
+        let gauge = |name: &str, help: &str| {
+            let g = must(IntGauge::new(name, help));
+            reg(Box::new(g.clone()));
+            g
+        };
+        let gauge_vec = |name: &str, help: &str, labels: &[&str]| {
+            let g = must(IntGaugeVec::new(Opts::new(name, help), labels));
+            reg(Box::new(g.clone()));
+            g
+        };
+        let appends = counter(
+            "accord_ledger_appends_total",
+            "Records appended to the ledger (synced), duplicates excluded.",
+        );
+        let duplicates = counter(
+            "accord_ledger_duplicate_appends_total",
+            "Appends answered with the original entry (the record was already in the ledger).",
+        );
+        let group_commit_records = must(Histogram::with_opts(
+            HistogramOpts::new(
+                "accord_ledger_group_commit_records",
+                "New records written per group commit (one synced RocksDB write).",
+            )
+            .buckets(vec![
+                1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 4096.0,
+            ]),
+        ));
+        reg(Box::new(group_commit_records.clone()));
+        let append_seconds = must(Histogram::with_opts(
+            HistogramOpts::new(
+                "accord_ledger_append_seconds",
+                "Time from an append being queued to its answer (recorded: synced).",
+            )
+            .buckets(prometheus::exponential_buckets(0.000_25, 2.0, 16).unwrap_or_default()),
+        ));
+        reg(Box::new(append_seconds.clone()));
+        let ledger_records = gauge("accord_ledger_records", "Records in the ledger.");
+        let checkpoint_size = gauge(
+            "accord_log_checkpoint_size",
+            "Tree size of the latest signed checkpoint.",
+        );
+        let checkpoint_age = must(Gauge::new(
+            "accord_log_checkpoint_age_seconds",
+            "Seconds since the checkpointer last found the latest checkpoint covering the whole \
+             ledger (since start-up until it first does).",
+        ));
+        reg(Box::new(checkpoint_age.clone()));
+        let witnessed_size = gauge(
+            "accord_log_witnessed_size",
+            "Tree size of the latest checkpoint co-signed by K witnesses.",
+        );
+        let cosignature_failures = counter_vec(
+            "accord_witness_cosignature_failures_total",
+            "Failed attempts to get a witness's cosignature, by witness (its key name).",
+            &["witness"],
+        );
+        let peer_queue_depth = gauge_vec(
+            "accord_federation_queue_depth",
+            "Records queued for delivery, per peer.",
+            &["peer"],
+        );
+        let peer_oldest_queued = must(GaugeVec::new(
+            Opts::new(
+                "accord_federation_oldest_queued_age_seconds",
+                "Age of the oldest record queued for a peer (0 when its queue is empty).",
+            ),
+            &["peer"],
+        ));
+        reg(Box::new(peer_oldest_queued.clone()));
+        let peer_breaker = gauge_vec(
+            "accord_federation_breaker_state",
+            "A peer's circuit breaker: 1 for its current state (closed, open, half_open).",
+            &["peer", "state"],
+        );
+        let peer_enabled = gauge_vec(
+            "accord_federation_peer_enabled",
+            "1 when delivery to and from the peer is enabled.",
+            &["peer"],
+        );
+        let admissions = counter_vec(
+            "accord_federation_admissions_total",
+            "Admission decisions about peers' records (also a quarantine closing), by outcome and reason code.",
+            &["outcome", "code"],
+        );
+        let refusals = counter_vec(
+            "accord_federation_refusals_total",
+            "Envelopes and calls refused as a whole, by reason code.",
+            &["code"],
+        );
+        let quarantine_size = gauge(
+            "accord_federation_quarantine_records",
+            "Records in quarantine (waiting for their basis or an operator).",
+        );
+        let tls_handshake_failures = counter_vec(
+            "accord_tls_handshake_failures_total",
+            "TLS handshakes refused, by side (server: a client we refused; client: a peer that \
+             refused us).",
+            &["side"],
+        );
+        Metrics {
+            registry,
+            appends,
+            duplicates,
+            group_commit_records,
+            append_seconds,
+            ledger_records,
+            checkpoint_size,
+            checkpoint_age,
+            witnessed_size,
+            cosignature_failures,
+            peer_queue_depth,
+            peer_oldest_queued,
+            peer_breaker,
+            peer_enabled,
+            admissions,
+            refusals,
+            quarantine_size,
+            tls_handshake_failures,
+            checkpoint_current_at: Arc::new(AtomicI64::new(0)),
+            started: Instant::now(),
+        }
+    }
+
+    /// The registry (for tests and embedding).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// One group commit wrote `records` new records and answered `duplicates` duplicates.
+    pub fn group_commit(&self, records: usize, duplicates: usize) {
+        if records > 0 {
+            self.group_commit_records.observe(records as f64);
+        }
+        self.appends.inc_by(records as u64);
+        self.duplicates.inc_by(duplicates as u64);
+    }
+
+    /// One append was answered after `elapsed`.
+    pub fn append_latency(&self, elapsed: Duration) {
+        self.append_seconds.observe(elapsed.as_secs_f64());
+    }
+
+    /// The checkpointer found the latest checkpoint covering the whole ledger now.
+    pub fn checkpoint_current(&self) {
+        self.checkpoint_current_at
+            .store(crate::clock::now_ms(), Ordering::Relaxed);
+    }
+
+    /// A witness did not cosign (error, timeout, no valid cosignature, larger tree).
+    pub fn cosignature_failed(&self, witness: &str) {
+        self.cosignature_failures
+            .with_label_values(&[witness])
+            .inc();
+    }
+
+    /// An admission decision about a peer's record.
+    pub fn admission(&self, d: &crate::federation::codes::Decision) {
+        let outcome = match d {
+            crate::federation::codes::Decision::Admitted => "admitted",
+            crate::federation::codes::Decision::Quarantined(_) => "quarantined",
+            crate::federation::codes::Decision::Rejected(_) => "rejected",
+        };
+        self.admissions
+            .with_label_values(&[outcome, d.code()])
+            .inc();
+    }
+
+    /// A refused envelope or call.
+    pub fn refusal(&self, code: &str) {
+        self.refusals.with_label_values(&[code]).inc();
+    }
+
+    /// A TLS handshake refused, on `side` (`server` or `client`).
+    pub fn tls_handshake_failed(&self, side: &str) {
+        self.tls_handshake_failures.with_label_values(&[side]).inc();
+    }
+
+    /// Time since the checkpointer last found the latest checkpoint covering the whole ledger
+    /// (since start-up until it first does).
+    pub fn checkpoint_age(&self) -> Duration {
+        match self.checkpoint_current_at.load(Ordering::Relaxed) {
+            0 => self.started.elapsed(),
+            at => Duration::from_millis((crate::clock::now_ms() - at).max(0) as u64),
+        }
+    }
+}
+
+/// Sets the state-derived gauges from `node` (blocking: reads RocksDB for queue ages and the
+/// quarantine) and encodes every series in the Prometheus text format.
+pub fn gather(node: &Node) -> Result<String, crate::Error> {
+    let m = &node.metrics;
+    m.ledger_records.set(node.ledger.len() as i64);
+    m.checkpoint_size
+        .set(node.log.latest().map(|c| c.size).unwrap_or(0) as i64);
+    m.witnessed_size
+        .set(node.log.witnessed().map(|c| c.size).unwrap_or(0) as i64);
+    m.checkpoint_age.set(m.checkpoint_age().as_secs_f64());
+    let fed = &node.federation;
+    let now = crate::clock::now_ms();
+    // Peers removed since the last scrape disappear from the per-peer series.
+    m.peer_queue_depth.reset();
+    m.peer_oldest_queued.reset();
+    m.peer_breaker.reset();
+    m.peer_enabled.reset();
+    for p in fed.peers.list() {
+        let name = p.name();
+        m.peer_queue_depth
+            .with_label_values(&[name])
+            .set(fed.outbox.depth(name) as i64);
+        let oldest = fed.outbox.oldest(name)?;
+        m.peer_oldest_queued
+            .with_label_values(&[name])
+            .set(oldest.map_or(0.0, |t| ((now - t).max(0) as f64) / 1000.0));
+        let state = fed.health(name).breaker();
+        for s in [
+            crate::federation::breaker::State::Closed,
+            crate::federation::breaker::State::Open,
+            crate::federation::breaker::State::HalfOpen,
+        ] {
+            m.peer_breaker
+                .with_label_values(&[name, s.as_str()])
+                .set(i64::from(s == state));
+        }
+        m.peer_enabled
+            .with_label_values(&[name])
+            .set(i64::from(p.enabled()));
+    }
+    m.quarantine_size.set(fed.quarantine.list()?.len() as i64);
+    let mut out = Vec::new();
+    TextEncoder::new()
+        .encode(&m.registry.gather(), &mut out)
+        .map_err(|e| crate::Error::Internal(format!("metrics: {e}")))?;
+    String::from_utf8(out).map_err(|e| crate::Error::Internal(format!("metrics: {e}")))
+}
+
+/// Serves `GET /metrics` (Prometheus text format 0.0.4) on `listener` until `shutdown`.
+pub async fn serve(
+    node: Arc<Node>,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), crate::Error> {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let node = node.clone();
+            async move {
+                match tokio::task::spawn_blocking(move || gather(&node)).await {
+                    Ok(Ok(text)) => (
+                        StatusCode::OK,
+                        [(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)],
+                        text,
+                    )
+                        .into_response(),
+                    Ok(Err(e)) => {
+                        tracing::warn!(error = %e, "metrics scrape failed");
+                        StatusCode::INTERNAL_SERVER_ERROR.into_response()
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "metrics scrape failed");
+                        StatusCode::INTERNAL_SERVER_ERROR.into_response()
+                    }
+                }
+            }
+        }),
+    );
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+        .map_err(|e| crate::Error::Internal(format!("metrics listener: {e}")))
+}
