@@ -1,11 +1,15 @@
 //! TLS material for a node or witness: a private CA per installation and a leaf certificate it
 //! issues, valid for both server and client authentication (so the same identity serves gRPC
 //! and connects to peers with mutual TLS). Peers and clients trust the CA.
+//!
+//! The CA is name-constrained (RFC 5280 §4.2.1.10) to the names of the leaf it issues, so its
+//! key — were it ever stolen — could not mint certificates for any other host; and
+//! `accord-node init` does not keep the CA key at all (issue 8).
 
 use crate::error::Error;
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
+    BasicConstraints, CertificateParams, CidrSubnet, DnType, ExtendedKeyUsagePurpose,
+    GeneralSubtree, IsCa, Issuer, KeyPair, KeyUsagePurpose, NameConstraints,
 };
 
 /// PEM text of a CA and a leaf it issued.
@@ -13,7 +17,7 @@ use rcgen::{
 pub struct TlsMaterial {
     /// The CA certificate (give this to peers and clients).
     pub ca_cert_pem: String,
-    /// The CA private key (keep it to issue more certificates).
+    /// The CA private key (to issue more certificates; `init` does not write it).
     pub ca_key_pem: String,
     /// The leaf certificate.
     pub cert_pem: String,
@@ -29,7 +33,20 @@ fn tls_err(e: rcgen::Error) -> Error {
 pub fn generate(name: &str, sans: &[String]) -> Result<TlsMaterial, Error> {
     let ca_key = KeyPair::generate().map_err(tls_err)?;
     let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(tls_err)?;
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    ca.name_constraints = Some(NameConstraints {
+        permitted_subtrees: sans
+            .iter()
+            .map(|s| match s.parse::<std::net::IpAddr>() {
+                Ok(ip) => GeneralSubtree::IpAddress(CidrSubnet::from_addr_prefix(
+                    ip,
+                    if ip.is_ipv4() { 32 } else { 128 },
+                )),
+                Err(_) => GeneralSubtree::DnsName(s.clone()),
+            })
+            .collect(),
+        excluded_subtrees: Vec::new(),
+    });
     ca.distinguished_name
         .push(DnType::CommonName, format!("{name} Accord CA"));
     ca.key_usages = vec![

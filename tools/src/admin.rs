@@ -70,6 +70,9 @@ pub enum PeerCmd {
         /// PEM file of its TLS identity: its CA (or its pinned certificate).
         #[arg(long)]
         tls_pem: PathBuf,
+        /// Pin it to its leaf certificate: hex SHA-256 of the DER leaf (as `[[peers]] pin_sha256`).
+        #[arg(long = "pin-sha256", default_value = "")]
+        pin_sha256: String,
         /// Add it disabled.
         #[arg(long)]
         disabled: bool,
@@ -231,6 +234,7 @@ pub async fn run(a: AdminArgs) -> Result<()> {
             endpoint,
             vkeys,
             tls_pem,
+            pin_sha256,
             disabled,
         }) => {
             let pem = std::fs::read_to_string(&tls_pem)
@@ -247,6 +251,7 @@ pub async fn run(a: AdminArgs) -> Result<()> {
                     .collect(),
                 tls_certificate_pem: pem,
                 enabled: !disabled,
+                pin_sha256,
             };
             cl.c.add_peer(cl.req(pb::AddPeerRequest { peer: Some(peer) })?)
                 .await

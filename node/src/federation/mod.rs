@@ -12,6 +12,8 @@
 //! | [`quarantine`] | records waiting for their basis (cf `quarantine`), timeouts, operator decisions |
 //! | [`receipts`] | receipts: building, offline verification, the sender's store (cf `receipts`) |
 //! | [`codes`] | outcomes and the closed list of reason codes |
+//! | [`logproof`] | the sender's proof that it recorded what it sends (checkpoint + inclusion) |
+//! | [`budget`] | per-peer budget of records rejected at the door |
 //!
 //! The path: a locally authored record enters the ledger → the router queues it for each peer
 //! organisation with a party in its commitment → that peer's sender delivers it in a signed
@@ -21,9 +23,11 @@
 //! receipts carry the peer's checkpoint and inclusion proof.
 
 pub mod breaker;
+pub mod budget;
 pub mod codes;
 pub mod db;
 pub mod inbox;
+pub mod logproof;
 pub mod outbox;
 pub mod peers;
 pub mod quarantine;
