@@ -31,6 +31,19 @@ fn tls_err(e: rcgen::Error) -> Error {
 
 /// Generates a CA named after `name` and a leaf for `sans` (DNS names or IP addresses).
 pub fn generate(name: &str, sans: &[String]) -> Result<TlsMaterial, Error> {
+    let (ca_cert_pem, ca_key_pem, issuer) = ca(name, sans)?;
+    let (cert_pem, key_pem) = leaf(name, sans, &issuer)?;
+    Ok(TlsMaterial {
+        ca_cert_pem,
+        ca_key_pem,
+        cert_pem,
+        key_pem,
+    })
+}
+
+/// A CA that may issue certificates for `sans` only (name constraints: each DNS name and its
+/// subdomains, each IP address exactly). Returns its PEM, its key's PEM and the issuer.
+fn ca(name: &str, sans: &[String]) -> Result<(String, String, Issuer<'static, KeyPair>), Error> {
     let ca_key = KeyPair::generate().map_err(tls_err)?;
     let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(tls_err)?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
@@ -57,8 +70,15 @@ pub fn generate(name: &str, sans: &[String]) -> Result<TlsMaterial, Error> {
     let ca_cert = ca.self_signed(&ca_key).map_err(tls_err)?;
     let ca_cert_pem = ca_cert.pem();
     let ca_key_pem = ca_key.serialize_pem();
-    let issuer = Issuer::new(ca, ca_key);
+    Ok((ca_cert_pem, ca_key_pem, Issuer::new(ca, ca_key)))
+}
 
+/// A leaf for `sans`, for server and client authentication. Returns its PEM and its key's PEM.
+fn leaf(
+    name: &str,
+    sans: &[String],
+    issuer: &Issuer<'static, KeyPair>,
+) -> Result<(String, String), Error> {
     let key = KeyPair::generate().map_err(tls_err)?;
     let mut p = CertificateParams::new(sans.to_vec()).map_err(tls_err)?;
     p.distinguished_name.push(DnType::CommonName, name);
@@ -67,13 +87,8 @@ pub fn generate(name: &str, sans: &[String]) -> Result<TlsMaterial, Error> {
         ExtendedKeyUsagePurpose::ClientAuth,
     ];
     p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    let cert = p.signed_by(&key, &issuer).map_err(tls_err)?;
-    Ok(TlsMaterial {
-        ca_cert_pem,
-        ca_key_pem,
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-    })
+    let cert = p.signed_by(&key, issuer).map_err(tls_err)?;
+    Ok((cert.pem(), key.serialize_pem()))
 }
 
 /// The names a node's certificate carries by default.
@@ -84,4 +99,55 @@ pub fn default_sans(name: &str) -> Vec<String> {
         "::1".into(),
         format!("{name}.accord"),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::client::danger::ServerCertVerifier;
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+
+    fn der(pem: &str) -> CertificateDer<'static> {
+        rustls_pemfile::certs(&mut pem.as_bytes())
+            .next()
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_ca_issues_only_for_the_node_names() {
+        let sans = default_sans("acme");
+        let (ca_pem, _, issuer) = ca("acme", &sans).unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(der(&ca_pem)).unwrap();
+        let v = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            std::sync::Arc::new(roots),
+            crate::tls::provider(),
+        )
+        .build()
+        .unwrap();
+        let check = |cert: &str, host: &str| {
+            v.verify_server_cert(
+                &der(cert),
+                &[],
+                &ServerName::try_from(host.to_string()).unwrap(),
+                &[],
+                UnixTime::now(),
+            )
+        };
+        let (own, _) = leaf("acme", &sans, &issuer).unwrap();
+        for host in ["localhost", "127.0.0.1", "acme.accord"] {
+            assert!(check(&own, host).is_ok(), "{host}");
+        }
+        // The CA key signs a certificate for another host: no client accepts it.
+        let other = vec!["bank.example".to_string(), "10.0.0.1".to_string()];
+        let (foreign, _) = leaf("mallory", &other, &issuer).unwrap();
+        for host in ["bank.example", "10.0.0.1"] {
+            let e = check(&foreign, host).unwrap_err();
+            assert!(
+                e.to_string().to_lowercase().contains("name"),
+                "{host}: {e}"
+            );
+        }
+    }
 }

@@ -280,13 +280,15 @@ pub async fn connect(
 /// The server-certificate check when this node connects to a peer (issue 8): the chain verifies
 /// against the peer's CA for the endpoint's name (WebPKI), and, when the peer is pinned
 /// (`pin_sha256`), the leaf is exactly the pinned certificate.
+use rustls::client::danger::ServerCertVerifier;
+
 #[derive(Debug)]
 struct PeerServerVerifier {
     inner: Arc<rustls::client::WebPkiServerVerifier>,
     pin: Option<[u8; 32]>,
 }
 
-impl rustls::client::danger::ServerCertVerifier for PeerServerVerifier {
+impl ServerCertVerifier for PeerServerVerifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,

@@ -266,7 +266,7 @@ async fn rejected_records_are_bounded_per_peer_and_name_no_sender_data() {
     };
     // More door rejections than a peer may cause at once: RESOURCE_EXHAUSTED, nothing written.
     let e = peer
-        .deliver(peer.envelope("globex", (0..257).map(bad).collect(), 1))
+        .deliver(peer.envelope("globex", (0..257).map(&bad).collect(), 1))
         .await
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e}");
@@ -286,12 +286,12 @@ async fn rejected_records_are_bounded_per_peer_and_name_no_sender_data() {
     // The budget is spent by what was admitted as rejections: the rest of the burst passes,
     // the next envelope over it does not.
     let got = peer
-        .deliver(peer.envelope("globex", (2..256).map(bad).collect(), 3))
+        .deliver(peer.envelope("globex", (2..256).map(&bad).collect(), 3))
         .await
         .unwrap();
     assert_eq!(got.len(), 255);
     let e = peer
-        .deliver(peer.envelope("globex", (300..500).map(bad).collect(), 4))
+        .deliver(peer.envelope("globex", (300..500).map(&bad).collect(), 4))
         .await
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e}");

@@ -605,3 +605,66 @@ impl Peers {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use accord_proto::note::Signer;
+
+    fn peer(keys: &[&Signer]) -> Peer {
+        let pem = crate::pki::generate("acme", &["localhost".into()])
+            .unwrap()
+            .ca_cert_pem;
+        Peer::parse(PeerRecord {
+            name: "acme".into(),
+            endpoint: "https://127.0.0.1:1".into(),
+            keys: keys
+                .iter()
+                .map(|k| PeerKey {
+                    vkey: k.verifier().to_vkey(),
+                    valid_until_unix_ms: 0,
+                })
+                .collect(),
+            tls_pem: pem,
+            enabled: true,
+            pin_sha256: String::new(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn party_keys_sign_for_their_party_the_node_key_for_any() {
+        let rng = &mut rand::rngs::OsRng;
+        let node = Signer::generate("acme.accord/log", rng).unwrap();
+        let alice = Signer::generate("acme/alice", rng).unwrap();
+        let carol = Signer::generate("acme/carol", rng).unwrap();
+        let p = peer(&[&node, &alice, &carol]);
+        let sig = |s: &Signer| signing::sign(s, "t", b"x");
+        assert!(p.check_binding("acme/alice", &[sig(&alice)]).is_ok());
+        assert!(p.check_binding("acme/alice", &[sig(&node)]).is_ok());
+        assert!(p.check_binding("acme/mallory", &[sig(&node)]).is_ok());
+        assert!(p.check_binding("acme/alice", &[sig(&carol)]).is_err());
+        assert!(p.check_binding("acme/mallory", &[sig(&alice)]).is_err());
+        assert!(p.check_binding("acme/alice", &[sig(&alice), sig(&carol)]).is_err());
+        let node_keys: Vec<String> = p
+            .node_keys_at(0)
+            .iter()
+            .map(|k| k.name().to_string())
+            .collect();
+        assert_eq!(node_keys, ["acme.accord/log"]);
+        assert!(!p.is_party_key_name("acmex/alice"));
+    }
+
+    #[test]
+    fn a_pin_must_be_a_sha256() {
+        let rng = &mut rand::rngs::OsRng;
+        let node = Signer::generate("acme.accord/log", rng).unwrap();
+        let mut r = peer(&[&node]).record;
+        r.pin_sha256 = "ab".repeat(31);
+        let e = Peer::parse(r.clone()).unwrap_err();
+        assert!(e.to_string().contains("peer.pin_sha256"), "{e}");
+        r.pin_sha256 = "ab".repeat(32);
+        let p = Peer::parse(r).unwrap();
+        assert!(!p.pin_matches(b"some other leaf"));
+    }
+}
