@@ -170,6 +170,8 @@ k = 0
 # endpoint = "https://127.0.0.1:7445"
 # vkeys = ["other-org.accord/log+...+AQ..."]
 # ca = "other-org-ca.pem"
+# Optional: accept only this leaf certificate from it (hex SHA-256 of the DER leaf).
+# pin_sha256 = "..."
 {party_toml}"#,
         name = o.name,
         listen = o.listen,

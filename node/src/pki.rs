@@ -144,10 +144,7 @@ mod tests {
         let (foreign, _) = leaf("mallory", &other, &issuer).unwrap();
         for host in ["bank.example", "10.0.0.1"] {
             let e = check(&foreign, host).unwrap_err();
-            assert!(
-                e.to_string().to_lowercase().contains("name"),
-                "{host}: {e}"
-            );
+            assert!(e.to_string().to_lowercase().contains("name"), "{host}: {e}");
         }
     }
 }

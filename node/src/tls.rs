@@ -305,13 +305,8 @@ impl ServerCertVerifier for PeerServerVerifier {
                 "the peer's server certificate is not its pinned certificate (pin_sha256)".into(),
             ));
         }
-        self.inner.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        )
+        self.inner
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
     }
 
     fn verify_tls12_signature(
@@ -367,12 +362,10 @@ pub fn peer_channel(
             .add(c)
             .map_err(|e| Error::Tls(format!("peer CA: {e}")))?;
     }
-    let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
-        Arc::new(roots),
-        provider(),
-    )
-    .build()
-    .map_err(|e| Error::Tls(format!("peer CA: {e}")))?;
+    let inner =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .map_err(|e| Error::Tls(format!("peer CA: {e}")))?;
     let pin = if pin_sha256.is_empty() {
         None
     } else {
@@ -403,14 +396,13 @@ pub fn peer_channel(
             Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(tls))
         }
     });
-    Ok(
-        tonic::transport::Endpoint::from_shared(format!("http://{}", uri.authority().map_or(
-            "localhost", |a| a.as_str()
-        )))
-        .map_err(|e| Error::invalid("peer.endpoint", e.to_string()))?
-        .connect_timeout(connect_timeout)
-        .timeout(request_timeout)
-        .tcp_nodelay(true)
-        .connect_with_connector_lazy(connect),
-    )
+    Ok(tonic::transport::Endpoint::from_shared(format!(
+        "http://{}",
+        uri.authority().map_or("localhost", |a| a.as_str())
+    ))
+    .map_err(|e| Error::invalid("peer.endpoint", e.to_string()))?
+    .connect_timeout(connect_timeout)
+    .timeout(request_timeout)
+    .tcp_nodelay(true)
+    .connect_with_connector_lazy(connect))
 }

@@ -32,7 +32,12 @@ async fn promised_between(c: &str) -> (TestNode, TestNode) {
         .await
         .unwrap();
     accord_tests::federate(&a, &b).await.unwrap();
-    declare(&a, "alice", request("acme", "alice", c, party("globex", "bob"))).await;
+    declare(
+        &a,
+        "alice",
+        request("acme", "alice", c, party("globex", "bob")),
+    )
+    .await;
     wait_state(&b, c, "requested").await;
     declare(
         &b,
@@ -94,7 +99,10 @@ async fn forged_records_and_envelopes_are_refused_or_quarantined() {
     // quarantined `unproven`, no effect.
     let forged = signing::sign_record(&node_key, &release(c, "alice"));
     let got = peer
-        .deliver(sign_envelope(&node_key, &envelope(vec![forged.clone()], None)))
+        .deliver(sign_envelope(
+            &node_key,
+            &envelope(vec![forged.clone()], None),
+        ))
         .await
         .unwrap();
     assert_eq!(outcome(&got[1]), r#"["quarantined", "unproven"]"#);
@@ -146,7 +154,10 @@ async fn forged_records_and_envelopes_are_refused_or_quarantined() {
     let e = peer
         .deliver(sign_envelope(
             &alice,
-            &envelope(vec![signing::sign_record(&alice, &release(c, "alice"))], None),
+            &envelope(
+                vec![signing::sign_record(&alice, &release(c, "alice"))],
+                None,
+            ),
         ))
         .await
         .unwrap_err();
@@ -247,7 +258,12 @@ async fn forged_records_and_envelopes_are_refused_or_quarantined() {
     }
 
     // The honest path still admits, with proofs consistent with the checkpoint globex holds.
-    declare(&a, "alice", request("acme", "alice", "forge-2", party("globex", "bob"))).await;
+    declare(
+        &a,
+        "alice",
+        request("acme", "alice", "forge-2", party("globex", "bob")),
+    )
+    .await;
     wait_state(&b, "forge-2", "requested").await;
 }
 
@@ -261,7 +277,12 @@ async fn rejected_records_are_bounded_per_peer_and_name_no_sender_data() {
     let bad = |n: usize| -> SignedRecord {
         signing::sign_record(
             &alice,
-            &request("initech", "eve", &format!("{long_id}{n}"), party("globex", "bob")),
+            &request(
+                "initech",
+                "eve",
+                &format!("{long_id}{n}"),
+                party("globex", "bob"),
+            ),
         )
     };
     // More door rejections than a peer may cause at once: RESOURCE_EXHAUSTED, nothing written.
@@ -427,7 +448,12 @@ async fn a_pinned_peer_must_present_its_pinned_server_certificate() {
         .await
         .unwrap();
     let c = "pin-out-1";
-    declare(&a, "alice", request("acme", "alice", c, party("globex", "bob"))).await;
+    declare(
+        &a,
+        "alice",
+        request("acme", "alice", c, party("globex", "bob")),
+    )
+    .await;
     let health = accord_tests::eventually(WAIT, || {
         let mut adm = adm.clone();
         let req = a.admin_request(admin::GetPeerHealthRequest {
@@ -455,6 +481,11 @@ async fn a_pinned_peer_must_present_its_pinned_server_certificate() {
     adm.add_peer(a.admin_request(admin::AddPeerRequest { peer: Some(p) }))
         .await
         .unwrap();
-    declare(&a, "alice", request("acme", "alice", "pin-out-2", party("globex", "bob"))).await;
+    declare(
+        &a,
+        "alice",
+        request("acme", "alice", "pin-out-2", party("globex", "bob")),
+    )
+    .await;
     wait_state(&b, "pin-out-2", "requested").await;
 }

@@ -63,6 +63,9 @@ mod tests {
         assert!(!take("t-own", "p1", 2, 1_000), "one token a second");
         assert!(take("t-own", "p1", 1, 1_000));
         assert!(take("t-own", "p1", 60, 61_000));
-        assert!(!take("t-own", "p1", BURST + 1, i64::MAX / 2), "never more than the burst");
+        assert!(
+            !take("t-own", "p1", BURST + 1, i64::MAX / 2),
+            "never more than the burst"
+        );
     }
 }

@@ -115,8 +115,8 @@ pub async fn verify(
         });
     };
     let bad = |d: String| refuse(node, peer.name(), codes::BAD_LOG_PROOF, d);
-    let note = Note::parse(lp.checkpoint.as_bytes())
-        .map_err(|e| bad(format!("checkpoint: {e}")))?;
+    let note =
+        Note::parse(lp.checkpoint.as_bytes()).map_err(|e| bad(format!("checkpoint: {e}")))?;
     let cp = Checkpoint::parse(note.text()).map_err(|e| bad(format!("checkpoint: {e}")))?;
     let log_keys: Vec<_> = peer
         .node_keys_at(now)
@@ -206,13 +206,14 @@ async fn fetch_consistency(
     {
         Ok(r) => r.into_inner(),
         // The peer's own log says it has no such tree: the checkpoint is not of its log.
-        Err(s) if matches!(
-            s.code(),
-            tonic::Code::InvalidArgument
-                | tonic::Code::FailedPrecondition
-                | tonic::Code::NotFound
-                | tonic::Code::OutOfRange
-        ) =>
+        Err(s)
+            if matches!(
+                s.code(),
+                tonic::Code::InvalidArgument
+                    | tonic::Code::FailedPrecondition
+                    | tonic::Code::NotFound
+                    | tonic::Code::OutOfRange
+            ) =>
         {
             return Err(refuse(
                 node,

@@ -645,7 +645,10 @@ mod tests {
         assert!(p.check_binding("acme/mallory", &[sig(&node)]).is_ok());
         assert!(p.check_binding("acme/alice", &[sig(&carol)]).is_err());
         assert!(p.check_binding("acme/mallory", &[sig(&alice)]).is_err());
-        assert!(p.check_binding("acme/alice", &[sig(&alice), sig(&carol)]).is_err());
+        assert!(
+            p.check_binding("acme/alice", &[sig(&alice), sig(&carol)])
+                .is_err()
+        );
         let node_keys: Vec<String> = p
             .node_keys_at(0)
             .iter()

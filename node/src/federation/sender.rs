@@ -181,8 +181,7 @@ async fn send(
     let health = node.federation.health(peer.name());
     let held = health.log_size.load(Ordering::Relaxed);
     let (n, cp2) = (node.clone(), cp.clone());
-    let log_proof =
-        blocking(move || super::logproof::build(&n, &cp2, &leaves, held)).await?;
+    let log_proof = blocking(move || super::logproof::build(&n, &cp2, &leaves, held)).await?;
     let first_sequence = loaded.first().map(|(s, _, _)| *s).unwrap_or(0);
     let seqs: Vec<u64> = loaded.iter().map(|(s, _, _)| *s).collect();
     let ids: Vec<RecordId> = loaded.iter().map(|(_, i, _)| i.record_id).collect();
