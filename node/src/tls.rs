@@ -4,6 +4,9 @@
 //! peers' CAs. The client-certificate verifier is dynamic ([`DynamicClientVerifier`]): it
 //! accepts certificates chaining to a configured `tls.client_ca` or to any enabled peer's CA,
 //! and follows peer changes without a restart.
+//!
+//! Outgoing connections to peers ([`peer_channel`]) use our own rustls connector too, so that a
+//! peer pinned to its leaf certificate (`pin_sha256`, issue 8) is held to it as a server.
 
 use crate::error::Error;
 use futures::Stream;

@@ -2,7 +2,9 @@
 //! backoff and a circuit breaker; an unreachable peer never blocks the others").
 //!
 //! One task per enabled peer takes a batch from the head of the peer's outbox, sends it as one
-//! envelope signed by the node key (DSSE, `ENVELOPE_PAYLOAD_TYPE`) over mutual TLS, verifies the
+//! envelope signed by the node key (DSSE, `ENVELOPE_PAYLOAD_TYPE`), with the proof that our log
+//! holds every record of it ([`super::logproof`]), over mutual TLS (the peer's CA and, if pinned,
+//! its leaf: [`crate::tls::peer_channel`]), verifies the
 //! receipts against the peer's keys, stores them, advances each record's durability
 //! (federated → admitted, quarantined or rejected), and only then removes the batch from the
 //! outbox — so a crash or a failed call re-sends it, and the receiver's dedup answers with the
