@@ -191,6 +191,10 @@ pub struct PeerConfig {
     /// the name of `accordctl admin peer add --tls-pem`.
     #[serde(alias = "tls_pem")]
     pub ca: PathBuf,
+    /// Optional pin: hex SHA-256 of the peer's DER leaf certificate. When set, only that leaf
+    /// is accepted from the peer, as a client and as a server.
+    #[serde(default)]
+    pub pin_sha256: String,
 }
 
 /// The clock that drives the Work service party.
@@ -653,6 +657,13 @@ impl Config {
                 return Err(err(
                     format!("peers[{i}].ca"),
                     format!("file not found: {}", p.ca.display()),
+                ));
+            }
+            let pin = p.pin_sha256.trim();
+            if !pin.is_empty() && (pin.len() != 64 || hex::decode(pin).is_err()) {
+                return Err(err(
+                    format!("peers[{i}].pin_sha256"),
+                    "expected 64 hex digits: the SHA-256 of the peer's DER leaf certificate",
                 ));
             }
         }

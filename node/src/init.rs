@@ -105,7 +105,9 @@ pub fn init(o: &InitOptions) -> Result<Initialized, Error> {
     write(&o.dir.join("keys/node.vkey"), &node.verifier().to_vkey())?;
     let tls = crate::pki::generate(&o.name, &crate::pki::default_sans(&o.name))?;
     write(&o.dir.join("tls/ca.pem"), &tls.ca_cert_pem)?;
-    write_secret(&o.dir.join("tls/ca.key"), &tls.ca_key_pem)?;
+    // The CA key is not kept (issue 8): it signed the leaf and is dropped, so a copy of the
+    // node directory cannot mint TLS identities; a new leaf means a new `init`'d CA, which
+    // peers then re-add. (The CA is also name-constrained to this node's names: `pki`.)
     write(&o.dir.join("tls/node.pem"), &tls.cert_pem)?;
     write_secret(&o.dir.join("tls/node.key"), &tls.key_pem)?;
     let admin_token = token();
@@ -187,6 +189,8 @@ k = 0
 # endpoint = "https://127.0.0.1:7445"
 # vkeys = ["other-org.accord/log+...+AQ..."]
 # ca = "other-org-ca.pem"
+# Optional: accept only this leaf certificate from it (hex SHA-256 of the DER leaf).
+# pin_sha256 = "..."
 {party_toml}"#,
         name = o.name,
         listen = o.listen,

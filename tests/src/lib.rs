@@ -569,6 +569,7 @@ impl TestNode {
                 .collect(),
             tls_certificate_pem: String::from_utf8(self.ca_pem()).expect("pem"),
             enabled: true,
+            pin_sha256: String::new(),
         }
     }
 

@@ -72,6 +72,9 @@ pub enum PeerCmd {
         /// PEM file of its TLS identity: its CA (or its pinned certificate).
         #[arg(long)]
         tls_pem: PathBuf,
+        /// Pin it to its leaf certificate: hex SHA-256 of the DER leaf (as `[[peers]] pin_sha256`).
+        #[arg(long = "pin-sha256", default_value = "")]
+        pin_sha256: String,
         /// Add it disabled.
         #[arg(long)]
         disabled: bool,
@@ -257,6 +260,7 @@ pub async fn run(a: AdminArgs, output: Output) -> Result<()> {
             endpoint,
             vkeys,
             tls_pem,
+            pin_sha256,
             disabled,
         }) => {
             // The node checks the same (issue 8); checking here gives the flag's name.
@@ -277,6 +281,7 @@ pub async fn run(a: AdminArgs, output: Output) -> Result<()> {
                     .collect(),
                 tls_certificate_pem: pem,
                 enabled: !disabled,
+                pin_sha256,
             };
             cl.c.add_peer(cl.req(pb::AddPeerRequest { peer: Some(peer) })?)
                 .await

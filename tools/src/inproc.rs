@@ -231,6 +231,7 @@ pub async fn add_peer(node: &InProcNode, other: &InProcNode, parties: &[&str]) -
             .collect(),
         tls_certificate_pem: std::fs::read_to_string(other.dir.join("tls/ca.pem"))?,
         enabled: true,
+        pin_sha256: String::new(),
     };
     AdminServiceClient::new(node.channel().await?)
         .add_peer(admin_request(

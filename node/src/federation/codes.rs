@@ -10,6 +10,12 @@ use serde::{Deserialize, Serialize};
 /// Quarantine: a record named in `basis` (or an earlier quarantined record of the same
 /// commitment) is not known here yet.
 pub const MISSING_BASIS: &str = "missing_basis";
+/// Quarantine: the envelope carries no proof that the sender recorded the record in its own log
+/// (issue 8); closed by an operator or by `quarantine_timeout`, never released on its own.
+pub const UNPROVEN: &str = "unproven";
+/// A party key (key name `org/party`) signed a record of another author: a party key signs only
+/// for the party it is named for; the peer's node key signs for any of its parties.
+pub const KEY_NOT_FOR_AUTHOR: &str = "key_not_for_author";
 /// A record (or envelope) signature does not verify against the sender's keys.
 pub const BAD_SIGNATURE: &str = "bad_signature";
 /// The record (or envelope) does not decode or lacks required fields.
@@ -33,6 +39,20 @@ pub const PEER_DISABLED: &str = "peer_disabled";
 pub const WRONG_TLS_IDENTITY: &str = "wrong_tls_identity";
 /// Envelope refusal: the envelope is addressed to another organisation.
 pub const WRONG_RECEIVER: &str = "wrong_receiver";
+
+/// Envelope refusal: the envelope is signed by a party key; only the peer's node key signs
+/// envelopes.
+pub const NOT_NODE_KEY: &str = "not_node_key";
+/// Envelope refusal: the envelope's log proof does not verify (checkpoint signature or origin,
+/// or an inclusion proof).
+pub const BAD_LOG_PROOF: &str = "bad_log_proof";
+/// Envelope refusal: the sender's checkpoint is not consistent with (or older than) the largest
+/// one of that peer verified here.
+pub const LOG_INCONSISTENT: &str = "log_inconsistent";
+/// RESOURCE_EXHAUSTED (the message starts with this code; `accord-reason` is
+/// `resource_exhausted`): the envelope would exceed the peer's budget of records rejected (or
+/// quarantined `unproven`) at the door; nothing of it was written.
+pub const TOO_MANY_REJECTIONS: &str = "too_many_rejections";
 
 /// `invalid_operation:<kernel code>`.
 pub fn invalid_operation(kernel_code: &str) -> String {

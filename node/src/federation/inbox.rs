@@ -2,18 +2,23 @@
 //! admitted, quarantined or rejected, in this order of checks:
 //!
 //! 1. envelope signature and peer: the payload type, the sender is an enabled peer, the TLS
-//!    client certificate is that peer's identity, the envelope is addressed here, and it is
-//!    signed by one of the peer's keys valid now — otherwise the whole envelope is refused
+//!    client certificate is that peer's identity (and its pinned leaf, if pinned), the envelope
+//!    is addressed here, and it is signed by one of the peer's node keys valid now (a party key
+//!    on an envelope is `not_node_key`) — otherwise the whole envelope is refused
 //!    ([`Error::Refused`] with the code) and the refusal is recorded;
 //! 2. dedup: a duplicate envelope, or a record decided before, gets the original receipt;
 //! 3. well-formed (`malformed`);
-//! 4. the author acts for the sending organisation (`unauthorized_author`) and the record is
-//!    signed by one of its keys valid now (`unknown_key`, `bad_signature`);
-//! 5. basis known, else `["quarantined", "missing_basis"]` (also while an earlier record of the
+//! 4. the author acts for the sending organisation (`unauthorized_author`), every signature is
+//!    by the author's own party key or the peer's node key (`key_not_for_author`), and the record
+//!    is signed by one of its keys valid now (`unknown_key`, `bad_signature`);
+//! 5. proven: the envelope's log proof puts the record in the sender's log, else
+//!    `["quarantined", "unproven"]` ([`super::logproof`]; an invalid proof refuses the envelope);
+//!    records failing 3-5 count against the peer's [`super::budget`];
+//! 6. basis known, else `["quarantined", "missing_basis"]` (also while an earlier record of the
 //!    same commitment is quarantined, so a commitment's records apply in order);
-//! 6. kernel validity: the record is appended to the ledger and the kernel decides
+//! 7. kernel validity: the record is appended to the ledger and the kernel decides
 //!    (`["rejected", "invalid_operation:<kernel code>"]`);
-//! 7. admitted.
+//! 8. admitted.
 //!
 //! Every decision is recorded as a node-signed `admission` declaration by `<org>/work-service`
 //! in the ledger (that is what links an admitted record to local Work, and what the receipt's
@@ -133,6 +138,8 @@ pub(crate) fn check(
             ),
         ));
     }
+    peer.check_binding(&input.author.to_string(), &signed.signatures)
+        .map_err(|d| (codes::KEY_NOT_FOR_AUTHOR.to_string(), d))?;
     if !signature_verified {
         peer.verify(
             RECORD_PAYLOAD_TYPE,
@@ -279,6 +286,24 @@ fn authenticate(
             ),
         ));
     }
+    // Only the peer's node key signs envelopes (issue 8): a party key speaks for its party's
+    // records, never for the node.
+    if let Some((i, s)) = env
+        .signatures
+        .iter()
+        .enumerate()
+        .find(|(_, s)| peer.is_party_key_name(&s.key_name))
+    {
+        return Err(refuse(
+            node,
+            &e.sender,
+            codes::NOT_NODE_KEY,
+            format!(
+                "envelope signatures[{i}]: party key {:?}; only the node key signs envelopes",
+                s.key_name.chars().take(128).collect::<String>()
+            ),
+        ));
+    }
     if let Err((code, detail)) =
         peer.verify(ENVELOPE_PAYLOAD_TYPE, &env.payload, &env.signatures, now)
     {
@@ -301,6 +326,7 @@ enum Work {
     Quarantine {
         c: Checked,
         missing: Vec<RecordId>,
+        code: &'static str,
     },
     Kernel {
         c: Checked,
@@ -331,6 +357,10 @@ pub async fn deliver(
             .map_err(|e| Error::Storage(format!("inbox: stored response: {e}")));
     }
 
+    // Check 5's evidence: the sender's checkpoint and inclusion proofs (an invalid proof refuses
+    // the whole envelope here, before anything is written).
+    let log = super::logproof::verify(node, &peer, &env, now).await?;
+
     // Record signatures, all at once (one Ed25519 batch); a record the batch does not establish
     // is checked alone below, for its reason code.
     let all: Vec<&SignedRecord> = env.records.iter().collect();
@@ -341,6 +371,7 @@ pub async fn deliver(
     let mut coming: HashSet<RecordId> = HashSet::new();
     let mut first: HashMap<RecordId, usize> = HashMap::new();
     let mut quarantined_here: HashMap<String, Vec<(RecordId, Vec<RecordId>)>> = HashMap::new();
+    let mut door: u32 = 0;
     for (i, signed) in env.records.iter().enumerate() {
         let id = signing::record_id(&signed.payload_type, &signed.payload);
         if let Some(j) = first.get(&id) {
@@ -356,14 +387,22 @@ pub async fn deliver(
         }
         match check(&peer, id, signed, now, sig_ok[i]) {
             Err((code, detail)) => {
-                let commitment = Record::decode(signed.payload.as_ref())
-                    .map(|r| r.commitment_id)
-                    .unwrap_or_default();
+                // The declaration names no sender-chosen commitment: a record rejected at the
+                // door is declared under `federation:<peer>` (issue 8).
+                door += 1;
                 work.push(Work::Reject {
                     id,
-                    commitment,
+                    commitment: String::new(),
                     code,
                     detail,
+                });
+            }
+            Ok(c) if !log.proven[i] => {
+                door += 1;
+                work.push(Work::Quarantine {
+                    c,
+                    missing: Vec::new(),
+                    code: codes::UNPROVEN,
                 });
             }
             Ok(c) => {
@@ -380,13 +419,33 @@ pub async fn deliver(
                         .entry(c.record.commitment_id.clone())
                         .or_default()
                         .push((id, missing.clone()));
-                    work.push(Work::Quarantine { c, missing });
+                    work.push(Work::Quarantine {
+                        c,
+                        missing,
+                        code: codes::MISSING_BASIS,
+                    });
                 }
             }
         }
     }
 
-    // Check 6: the kernel, for every record that got this far (one group commit).
+    // Records rejected at the door cost ledger writes: bounded per peer, checked before any.
+    if !super::budget::take(node.name(), peer.name(), door, now) {
+        tracing::warn!(
+            peer = peer.name(),
+            records = door,
+            "federation: too many rejected records; envelope not admitted"
+        );
+        return Err(Error::ResourceExhausted(format!(
+            "{}: {door} records of this envelope would be rejected; peer {} may have {} at once, {} a minute",
+            codes::TOO_MANY_REJECTIONS,
+            peer.name(),
+            super::budget::BURST,
+            super::budget::PER_MINUTE
+        )));
+    }
+
+    // Check 7: the kernel, for every record that got this far (one group commit).
     let appends = work.iter().filter_map(|w| match w {
         Work::Kernel { c } => Some(node.ledger.append(Append {
             id: c.id,
@@ -403,7 +462,7 @@ pub async fn deliver(
         id: RecordId,
         commitment: String,
         decision: Decision,
-        quarantine: Option<(Checked, Vec<RecordId>)>,
+        quarantine: Option<(Checked, Vec<RecordId>, &'static str)>,
     }
     let mut decided: Vec<Decided> = Vec::new();
     let mut declarations = Vec::new();
@@ -428,14 +487,14 @@ pub async fn deliver(
                 tracing::info!(peer = peer.name(), record_id = %hex::encode(id), code = %code, detail = %detail, "federation: rejected");
                 (id, commitment, Decision::Rejected(code), now, None)
             }
-            Work::Quarantine { c, missing } => {
+            Work::Quarantine { c, missing, code } => {
                 let commitment = c.record.commitment_id.clone();
                 (
                     c.id,
                     commitment,
-                    Decision::Quarantined(codes::MISSING_BASIS.into()),
+                    Decision::Quarantined(code.into()),
                     now,
-                    Some((c, missing)),
+                    Some((c, missing, code)),
                 )
             }
             Work::Kernel { c } => {
@@ -503,7 +562,7 @@ pub async fn deliver(
         } else {
             tracing::info!(peer = peer.name(), record_id = %hex::encode(d.id), decision = %e.decision, admission_seq = r.sequence, "federation: admission");
         }
-        if let Some((c, missing)) = d.quarantine {
+        if let Some((c, missing, code)) = d.quarantine {
             quarantined.push(c.id);
             fed.quarantine.put(
                 &mut batch,
@@ -513,6 +572,7 @@ pub async fn deliver(
                 &env_id,
                 &admission_id,
                 &missing,
+                code,
                 now,
             )?;
         }
@@ -543,6 +603,7 @@ pub async fn deliver(
         response: response.encode_to_vec(),
     };
     db::put(&mut batch, &store, CF, &db::key(&[b"e", &env_id]), &kept)?;
+    log.keep(&mut batch, node, peer.name())?;
     let s = store.clone();
     tokio::task::spawn_blocking(move || db::write(&s, batch, true))
         .await

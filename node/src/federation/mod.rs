@@ -14,6 +14,8 @@
 //! | [`receipts`] | receipts: building, offline verification, the sender's store (cf `receipts`) |
 //! | [`codes`] | outcomes and the closed list of reason codes |
 //! | [`handshake`] | why a connection to a peer failed (TLS refusals), for `peer health` |
+//! | [`logproof`] | the sender's proof that it recorded what it sends (checkpoint + inclusion) |
+//! | [`budget`] | per-peer budget of records rejected at the door |
 //!
 //! The path: a locally authored record enters the ledger → the router queues it for each peer
 //! organisation with a party in its commitment → that peer's sender delivers it in a signed
@@ -23,10 +25,12 @@
 //! receipts carry the peer's checkpoint and inclusion proof.
 
 pub mod breaker;
+pub mod budget;
 pub mod codes;
 pub mod db;
 pub mod handshake;
 pub mod inbox;
+pub mod logproof;
 pub mod outbox;
 pub mod peers;
 pub mod quarantine;

@@ -51,6 +51,10 @@ pub struct PeerRecord {
     pub tls_pem: String,
     /// Whether delivery to and from it is enabled.
     pub enabled: bool,
+    /// Hex SHA-256 of the DER leaf certificate the peer must present, both as a client and as a
+    /// server ("" = any certificate of its TLS identity).
+    #[serde(default)]
+    pub pin_sha256: String,
 }
 
 impl PeerRecord {
@@ -69,6 +73,7 @@ impl PeerRecord {
                 .collect(),
             tls_pem: p.tls_certificate_pem.clone(),
             enabled: p.enabled,
+            pin_sha256: p.pin_sha256.trim().to_ascii_lowercase(),
         }
     }
 
@@ -87,6 +92,7 @@ impl PeerRecord {
                 .collect(),
             tls_certificate_pem: self.tls_pem.clone(),
             enabled: self.enabled,
+            pin_sha256: self.pin_sha256.clone(),
         }
     }
 }
@@ -161,6 +167,18 @@ impl Peer {
             }
             keys.push((v, key.valid_until_unix_ms));
         }
+        if !record.pin_sha256.is_empty()
+            && (record.pin_sha256.len() != 64
+                || !record
+                    .pin_sha256
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        {
+            return Err(Error::invalid(
+                "peer.pin_sha256",
+                "expected 64 hex digits: the SHA-256 of the peer's DER leaf certificate",
+            ));
+        }
         let certs = parse_pem(&record.tls_pem)
             .map_err(|e| Error::invalid("peer.tls_certificate_pem", e))?;
         let mut roots = rustls::RootCertStore::empty();
@@ -206,12 +224,56 @@ impl Peer {
             .map(|(v, _)| v)
     }
 
+    /// Whether a DER leaf certificate is the one the peer is pinned to (true when not pinned).
+    pub fn pin_matches(&self, leaf: &[u8]) -> bool {
+        use sha2::{Digest, Sha256};
+        self.record.pin_sha256.is_empty()
+            || hex::encode(Sha256::digest(leaf)) == self.record.pin_sha256
+    }
+
+    /// Whether a key name is one of this peer's party key names (`<peer>/<party>`, as
+    /// `accord-node init` names them). Every other key of the peer is a node key (its key name
+    /// is the peer's log origin, `<peer>.accord/log` by default).
+    pub fn is_party_key_name(&self, key_name: &str) -> bool {
+        key_name
+            .strip_prefix(self.record.name.as_str())
+            .is_some_and(|rest| rest.starts_with('/'))
+    }
+
+    /// The peer's node keys valid at `now` (its keys not named for a party).
+    pub fn node_keys_at(&self, now: i64) -> Vec<Verifier> {
+        self.keys_at(now)
+            .filter(|k| !self.is_party_key_name(k.name()))
+            .cloned()
+            .collect()
+    }
+
+    /// Key ↔ party binding (issue 8): every signature of a record by `author` (`org/party`) is
+    /// by the author's own party key or by one of the peer's node keys (the node signs its
+    /// parties' declarations, as `Declare` does). A party key signing for another party is
+    /// `key_not_for_author`.
+    pub fn check_binding(&self, author: &str, sigs: &[Signature]) -> Result<(), String> {
+        for (i, sig) in sigs.iter().enumerate() {
+            if self.is_party_key_name(&sig.key_name) && sig.key_name != author {
+                return Err(format!(
+                    "signatures[{i}]: party key {:?} signs only for that party, not for {author}",
+                    sig.key_name.chars().take(128).collect::<String>()
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether a TLS client chain (leaf first) is this peer's identity: the leaf is the pinned
-    /// certificate, or it chains to the peer's CA.
+    /// certificate, or it chains to the peer's CA — and, when the peer is pinned
+    /// (`pin_sha256`), the leaf is the pinned one.
     pub fn tls_identity_matches(&self, chain: &[CertificateDer<'_>]) -> bool {
         let Some((leaf, rest)) = chain.split_first() else {
             return false;
         };
+        if !self.pin_matches(leaf.as_ref()) {
+            return false;
+        }
         if self.certs.iter().any(|c| c.as_ref() == leaf.as_ref()) {
             return true;
         }
@@ -358,6 +420,7 @@ impl Peers {
                     .collect(),
                 tls_pem: pem,
                 enabled: true,
+                pin_sha256: p.pin_sha256.trim().to_ascii_lowercase(),
             };
             let peer = Peer::parse(rec)
                 .map_err(|e| Error::invalid(format!("peers[{i}]"), e.to_string()))?;
@@ -540,5 +603,71 @@ impl Peers {
         }
         self.refresh();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use accord_proto::note::Signer;
+
+    fn peer(keys: &[&Signer]) -> Peer {
+        let pem = crate::pki::generate("acme", &["localhost".into()])
+            .unwrap()
+            .ca_cert_pem;
+        Peer::parse(PeerRecord {
+            name: "acme".into(),
+            endpoint: "https://127.0.0.1:1".into(),
+            keys: keys
+                .iter()
+                .map(|k| PeerKey {
+                    vkey: k.verifier().to_vkey(),
+                    valid_until_unix_ms: 0,
+                })
+                .collect(),
+            tls_pem: pem,
+            enabled: true,
+            pin_sha256: String::new(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn party_keys_sign_for_their_party_the_node_key_for_any() {
+        let rng = &mut rand::rngs::OsRng;
+        let node = Signer::generate("acme.accord/log", rng).unwrap();
+        let alice = Signer::generate("acme/alice", rng).unwrap();
+        let carol = Signer::generate("acme/carol", rng).unwrap();
+        let p = peer(&[&node, &alice, &carol]);
+        let sig = |s: &Signer| signing::sign(s, "t", b"x");
+        assert!(p.check_binding("acme/alice", &[sig(&alice)]).is_ok());
+        assert!(p.check_binding("acme/alice", &[sig(&node)]).is_ok());
+        assert!(p.check_binding("acme/mallory", &[sig(&node)]).is_ok());
+        assert!(p.check_binding("acme/alice", &[sig(&carol)]).is_err());
+        assert!(p.check_binding("acme/mallory", &[sig(&alice)]).is_err());
+        assert!(
+            p.check_binding("acme/alice", &[sig(&alice), sig(&carol)])
+                .is_err()
+        );
+        let node_keys: Vec<String> = p
+            .node_keys_at(0)
+            .iter()
+            .map(|k| k.name().to_string())
+            .collect();
+        assert_eq!(node_keys, ["acme.accord/log"]);
+        assert!(!p.is_party_key_name("acmex/alice"));
+    }
+
+    #[test]
+    fn a_pin_must_be_a_sha256() {
+        let rng = &mut rand::rngs::OsRng;
+        let node = Signer::generate("acme.accord/log", rng).unwrap();
+        let mut r = peer(&[&node]).record;
+        r.pin_sha256 = "ab".repeat(31);
+        let e = Peer::parse(r.clone()).unwrap_err();
+        assert!(e.to_string().contains("peer.pin_sha256"), "{e}");
+        r.pin_sha256 = "ab".repeat(32);
+        let p = Peer::parse(r).unwrap();
+        assert!(!p.pin_matches(b"some other leaf"));
     }
 }

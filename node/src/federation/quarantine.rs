@@ -61,12 +61,25 @@ pub struct QEntry {
     /// The record ids it waits for.
     #[serde(with = "db::serde_bytes::ids")]
     pub missing: Vec<RecordId>,
+    /// The quarantine code ("" in entries written before it was kept: `missing_basis`).
+    #[serde(default)]
+    pub code: String,
 }
 
 impl QEntry {
     /// The quarantine code.
-    pub fn code(&self) -> &'static str {
-        codes::MISSING_BASIS
+    pub fn code(&self) -> &str {
+        if self.code.is_empty() {
+            codes::MISSING_BASIS
+        } else {
+            &self.code
+        }
+    }
+
+    /// Whether it waits for a decision rather than for its basis (`unproven`: only the operator
+    /// or the timeout closes it).
+    pub fn unproven(&self) -> bool {
+        self.code == codes::UNPROVEN
     }
 
     /// The record's author, if it decodes.
@@ -136,6 +149,7 @@ impl Quarantine {
         envelope_id: &RecordId,
         admission_id: &RecordId,
         missing: &[RecordId],
+        code: &str,
         now: i64,
     ) -> Result<(), Error> {
         let qseq = self.next.fetch_add(1, Ordering::Relaxed);
@@ -148,10 +162,16 @@ impl Quarantine {
             qseq,
             admission_id: *admission_id,
             missing: missing.to_vec(),
+            code: code.to_string(),
         };
         db::put(batch, &self.store, CF, &q_key(&c.id), &q)?;
         for m in missing {
             db::put(batch, &self.store, CF, &w_key(m, &c.id), &())?;
+        }
+        if q.unproven() {
+            // An unproven record holds back nothing of its commitment: a peer cannot block a
+            // commitment with records its own log does not contain.
+            return Ok(());
         }
         db::put(
             batch,
@@ -376,6 +396,9 @@ pub async fn process(node: &Arc<Node>, id: RecordId) -> Result<(), Error> {
     let Some(q) = fed.quarantine.get(&id)? else {
         return Ok(());
     };
+    if q.unproven() {
+        return Ok(());
+    }
     let signed = SignedRecord::decode(q.signed.as_slice())
         .map_err(|e| Error::Storage(format!("quarantine: {e}")))?;
     let record = Record::decode(signed.payload.as_ref())

@@ -2,7 +2,9 @@
 //! backoff and a circuit breaker; an unreachable peer never blocks the others").
 //!
 //! One task per enabled peer takes a batch from the head of the peer's outbox, sends it as one
-//! envelope signed by the node key (DSSE, `ENVELOPE_PAYLOAD_TYPE`) over mutual TLS, verifies the
+//! envelope signed by the node key (DSSE, `ENVELOPE_PAYLOAD_TYPE`), with the proof that our log
+//! holds every record of it ([`super::logproof`]), over mutual TLS (the peer's CA and, if pinned,
+//! its leaf: [`crate::tls::peer_channel`]), verifies the
 //! receipts against the peer's keys, stores them, advances each record's durability
 //! (federated → admitted, quarantined or rejected), and only then removes the batch from the
 //! outbox — so a crash or a failed call re-sends it, and the receiver's dedup answers with the
@@ -24,11 +26,11 @@ use accord_proto::pb::federation::v1::{
 use accord_proto::signing::{self, ENVELOPE_PAYLOAD_TYPE, RecordId};
 use prost::Message;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic::transport::Channel;
 
 /// Most bytes of records in one envelope.
 const MAX_ENVELOPE_BYTES: usize = 4 * 1024 * 1024;
@@ -41,6 +43,9 @@ pub struct Health {
     last_success: AtomicI64,
     last_error: Mutex<String>,
     breaker: Mutex<State>,
+    /// The size of our checkpoint the peer is believed to hold (the one of the last envelope it
+    /// answered); 0 = unknown. Log proofs carry a consistency proof from it.
+    log_size: AtomicU64,
 }
 
 impl Default for Health {
@@ -49,6 +54,7 @@ impl Default for Health {
             last_success: AtomicI64::new(0),
             last_error: Mutex::new(String::new()),
             breaker: Mutex::new(State::Closed),
+            log_size: AtomicU64::new(0),
         }
     }
 }
@@ -98,35 +104,18 @@ impl From<Error> for Fail {
     }
 }
 
-fn channel(node: &Node, peer: &Peer) -> Result<Channel, Error> {
-    let endpoint = &peer.record.endpoint;
-    let uri: http::Uri = endpoint
-        .parse()
-        .map_err(|e| Error::invalid("peer.endpoint", format!("{e}")))?;
-    let host = uri
-        .host()
-        .unwrap_or("localhost")
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    let cert = std::fs::read(&node.config.tls.cert)
-        .map_err(|e| Error::Tls(format!("{}: {e}", node.config.tls.cert.display())))?;
-    let key = std::fs::read(&node.config.tls.key)
-        .map_err(|e| Error::Tls(format!("{}: {e}", node.config.tls.key.display())))?;
-    let tls = ClientTlsConfig::new()
-        .ca_certificate(Certificate::from_pem(peer.record.tls_pem.as_bytes()))
-        .identity(Identity::from_pem(cert, key))
-        .domain_name(host);
-    Ok(Endpoint::from_shared(endpoint.clone())
-        .map_err(|e| Error::invalid("peer.endpoint", e.to_string()))?
-        .tls_config(tls)
-        .map_err(|e| Error::Tls(e.to_string()))?
-        .connect_timeout(Duration::from_secs(3))
-        .timeout(Duration::from_millis(
-            node.config.federation.request_timeout_ms,
-        ))
-        .tcp_nodelay(true)
-        .connect_lazy())
+/// A mutual-TLS channel to a peer (also used by the inbox to fetch consistency proofs).
+pub(crate) fn channel(node: &Node, peer: &Peer) -> Result<Channel, Error> {
+    // Our own TLS connector: the peer's CA and, if pinned, its leaf (issue 8).
+    crate::tls::peer_channel(
+        &peer.record.endpoint,
+        &peer.record.tls_pem,
+        &peer.record.pin_sha256,
+        &node.config.tls.cert,
+        &node.config.tls.key,
+        Duration::from_secs(3),
+        Duration::from_millis(node.config.federation.request_timeout_ms),
+    )
 }
 
 fn client(ch: Channel) -> FederationServiceClient<Channel> {
@@ -189,6 +178,15 @@ async fn send(
         Ok(out)
     })
     .await?;
+    // The proof that we recorded every record we send (issue 8): a checkpoint covering the
+    // batch — the latest, or one signed now — and each record's inclusion proof.
+    let leaves: Vec<u64> = loaded.iter().map(|(_, i, _)| i.ledger_seq).collect();
+    let need = leaves.iter().max().map_or(0, |m| m + 1);
+    let cp = crate::log::covering(node, need).await?;
+    let health = node.federation.health(peer.name());
+    let held = health.log_size.load(Ordering::Relaxed);
+    let (n, cp2) = (node.clone(), cp.clone());
+    let log_proof = blocking(move || super::logproof::build(&n, &cp2, &leaves, held)).await?;
     let first_sequence = loaded.first().map(|(s, _, _)| *s).unwrap_or(0);
     let seqs: Vec<u64> = loaded.iter().map(|(s, _, _)| *s).collect();
     let ids: Vec<RecordId> = loaded.iter().map(|(_, i, _)| i.record_id).collect();
@@ -198,6 +196,7 @@ async fn send(
         first_sequence,
         sent_at_unix_ms: crate::clock::now_ms(),
         records: loaded.into_iter().map(|(_, _, r)| r).collect(),
+        log_proof: Some(log_proof),
     };
     let payload = env.encode_to_vec();
     let sig = signing::sign(&node.signer, ENVELOPE_PAYLOAD_TYPE, &payload);
@@ -257,6 +256,8 @@ async fn send(
             }
         }
     }
+    // The peer verified our checkpoint (it answered): it holds at least this size now.
+    health.log_size.fetch_max(cp.size, Ordering::Relaxed);
     let (n, peer_name, env_receipt, issued) = (
         node.clone(),
         peer.name().to_string(),
@@ -408,7 +409,10 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
             continue;
         }
         health.set_breaker(breaker.state());
-        let conn_key = format!("{}\n{}", peer.record.endpoint, peer.record.tls_pem);
+        let conn_key = format!(
+            "{}\n{}\n{}",
+            peer.record.endpoint, peer.record.tls_pem, peer.record.pin_sha256
+        );
         if conn.as_ref().is_none_or(|(k, _)| *k != conn_key) {
             match channel(&node, &peer) {
                 Ok(ch) => conn = Some((conn_key, ch)),
@@ -516,7 +520,10 @@ async fn run_poller(node: Arc<Node>, name: String, cancel: CancellationToken) {
         let Some(peer) = node.federation.peers.get(&name).filter(|p| p.enabled()) else {
             return;
         };
-        let key = format!("{}\n{}", peer.record.endpoint, peer.record.tls_pem);
+        let key = format!(
+            "{}\n{}\n{}",
+            peer.record.endpoint, peer.record.tls_pem, peer.record.pin_sha256
+        );
         if conn.as_ref().is_none_or(|(k, _)| *k != key) {
             match channel(&node, &peer) {
                 Ok(ch) => conn = Some((key, ch)),

@@ -31,11 +31,61 @@ pub async fn run_checkpointer(
     }
 }
 
+/// Serializes signing, so that "latest checkpoint" only ever grows even when the periodic round
+/// and an on-demand request (a federation sender) sign at the same time.
+static SIGNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Blocking: the latest checkpoint if it covers `size` leaves, else a new one signed over the
+/// whole ledger (one Ed25519 signature and an O(log n) root), stored as the latest.
+fn sign_covering(node: &Node, size: u64) -> Result<Option<StoredCheckpoint>, Error> {
+    let _g = SIGNING
+        .lock()
+        .map_err(|_| Error::Internal("checkpoint signing lock poisoned".into()))?;
+    if let Some(c) = node.log.latest().filter(|c| c.size >= size) {
+        return Ok(Some(c));
+    }
+    let now = node.ledger.len();
+    if now == 0 {
+        return Ok(None);
+    }
+    if now < size {
+        return Err(Error::Internal(format!(
+            "checkpoint asked for {size} leaves, the ledger has {now}"
+        )));
+    }
+    let root = super::root(node.ledger.store(), now)?;
+    let note = Checkpoint::new(node.config.origin(), now, root)
+        .sign(&node.signer)
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    let c = StoredCheckpoint {
+        note,
+        size: now,
+        root,
+        cosignatures: 0,
+    };
+    node.log.set_latest(node.ledger.store(), c.clone())?;
+    tracing::debug!(size = now, "checkpoint signed");
+    Ok(Some(c))
+}
+
+/// A signed checkpoint that covers the first `size` leaves: the latest one if it does, else one
+/// signed now (issue 8: a federation sender proves its batch without waiting for the next
+/// checkpoint interval). "Latest" stays monotonic.
+pub async fn covering(node: &Arc<Node>, size: u64) -> Result<StoredCheckpoint, Error> {
+    if let Some(c) = node.log.latest().filter(|c| c.size >= size) {
+        return Ok(c);
+    }
+    let n = node.clone();
+    tokio::task::spawn_blocking(move || sign_covering(&n, size))
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))??
+        .ok_or_else(|| Error::Internal("no checkpoint for an empty ledger".into()))
+}
+
 /// One round: sign a new checkpoint if the tree grew, then try to get it witnessed.
 pub async fn step(node: &Arc<Node>, witnesses: &WitnessClient) -> Result<(), Error> {
     let size = node.ledger.len();
-    let latest = node.log.latest();
-    let latest = match latest {
+    let latest = match node.log.latest() {
         Some(c) if c.size >= size => c,
         _ if size == 0 => {
             node.metrics.checkpoint_current();
@@ -43,24 +93,13 @@ pub async fn step(node: &Arc<Node>, witnesses: &WitnessClient) -> Result<(), Err
         }
         _ => {
             let n = node.clone();
-            let c = tokio::task::spawn_blocking(move || -> Result<StoredCheckpoint, Error> {
-                let root = super::root(n.ledger.store(), size)?;
-                let note = Checkpoint::new(n.config.origin(), size, root)
-                    .sign(&n.signer)
-                    .map_err(|e| Error::Internal(e.to_string()))?;
-                let c = StoredCheckpoint {
-                    note,
-                    size,
-                    root,
-                    cosignatures: 0,
-                };
-                n.log.set_latest(n.ledger.store(), c.clone())?;
-                Ok(c)
-            })
-            .await
-            .map_err(|e| Error::Internal(e.to_string()))??;
-            tracing::debug!(size, "checkpoint signed");
-            c
+            match tokio::task::spawn_blocking(move || sign_covering(&n, size))
+                .await
+                .map_err(|e| Error::Internal(e.to_string()))??
+            {
+                Some(c) => c,
+                None => return Ok(()),
+            }
         }
     };
     node.metrics.checkpoint_current();

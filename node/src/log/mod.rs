@@ -7,7 +7,7 @@
 mod checkpointer;
 mod witness_client;
 
-pub use checkpointer::run_checkpointer;
+pub use checkpointer::{covering, run_checkpointer};
 pub use witness_client::WitnessClient;
 
 use crate::error::Error;

@@ -242,7 +242,9 @@ impl AsPeer {
         }
     }
 
-    /// An envelope from `self.name` to `receiver`, signed by `key`.
+    /// An envelope from `self.name` to `receiver`, signed by `key`, with a log proof: acting
+    /// as the peer with its node key, the test keeps a log of its own (see [`FixtureLog`]),
+    /// appends the records to it and proves them in a checkpoint signed by `key`.
     pub fn envelope_by(
         &self,
         key: &Signer,
@@ -251,20 +253,16 @@ impl AsPeer {
         records: Vec<SignedRecord>,
         sent_at: i64,
     ) -> Signed {
+        let log_proof = FixtureLog::prove(&self.key, key, &records);
         let env = Envelope {
             sender: sender.into(),
             receiver: receiver.into(),
             first_sequence: 0,
             sent_at_unix_ms: sent_at,
             records,
+            log_proof: Some(log_proof),
         };
-        let payload = env.encode_to_vec();
-        let sig = signing::sign(key, ENVELOPE_PAYLOAD_TYPE, &payload);
-        Signed {
-            payload: payload.into(),
-            payload_type: ENVELOPE_PAYLOAD_TYPE.into(),
-            signatures: vec![sig],
-        }
+        sign_envelope(key, &env)
     }
 
     pub fn envelope(&self, receiver: &str, records: Vec<SignedRecord>, sent_at: i64) -> Signed {
@@ -272,14 +270,22 @@ impl AsPeer {
     }
 
     pub async fn deliver(&mut self, env: Signed) -> Result<Vec<Signed>, tonic::Status> {
-        Ok(self
+        let size = Envelope::decode(env.payload.as_ref())
+            .ok()
+            .and_then(|e| e.log_proof)
+            .and_then(|p| checkpoint_size(&p.checkpoint));
+        let receipts = self
             .client
             .deliver(DeliverRequest {
                 envelope: Some(env),
             })
             .await?
             .into_inner()
-            .receipts)
+            .receipts;
+        if let Some(size) = size {
+            FixtureLog::acked(&self.key, size);
+        }
+        Ok(receipts)
     }
 
     pub async fn receipts(&mut self, ids: &[[u8; 32]]) -> Vec<Signed> {
@@ -292,6 +298,100 @@ impl AsPeer {
             .expect("GetReceipts")
             .into_inner()
             .receipts
+    }
+}
+
+/// Signs an envelope as a node does (DSSE over the encoded `Envelope`).
+pub fn sign_envelope(key: &Signer, env: &Envelope) -> Signed {
+    let payload = env.encode_to_vec();
+    let sig = signing::sign(key, ENVELOPE_PAYLOAD_TYPE, &payload);
+    Signed {
+        payload: payload.into(),
+        payload_type: ENVELOPE_PAYLOAD_TYPE.into(),
+        signatures: vec![sig],
+    }
+}
+
+/// The size line of a signed checkpoint.
+pub fn checkpoint_size(note: &str) -> Option<u64> {
+    note.lines().nth(1)?.parse().ok()
+}
+
+/// The leaf hash of a record as a log records it: `SHA-256(0x00 ‖ encoded SignedRecord)`.
+pub fn record_leaf(r: &SignedRecord) -> [u8; 32] {
+    accord_proto::merkle::leaf_hash(&r.encode_to_vec())
+}
+
+/// A log kept by the test while it speaks for a peer with the peer's node key: every record it
+/// sends is appended once, and each envelope carries a checkpoint of the whole log (signed by
+/// the envelope's key, named after the log origin) with inclusion proofs, and a consistency
+/// proof from the size the receiver last accepted. One log per peer node key (shared by every
+/// `AsPeer` of that node), so the receiver sees one consistent log.
+#[derive(Default)]
+pub struct FixtureLog {
+    tree: accord_proto::merkle::MemoryTree,
+    index: std::collections::HashMap<[u8; 32], u64>,
+    acked: u64,
+}
+
+static FIXTURE_LOGS: std::sync::Mutex<Option<std::collections::HashMap<String, FixtureLog>>> =
+    std::sync::Mutex::new(None);
+
+impl FixtureLog {
+    fn with<T>(node_key: &Signer, f: impl FnOnce(&mut FixtureLog) -> T) -> T {
+        let mut g = FIXTURE_LOGS.lock().unwrap();
+        let logs = g.get_or_insert_with(Default::default);
+        f(logs.entry(node_key.verifier().to_vkey()).or_default())
+    }
+
+    fn acked(node_key: &Signer, size: u64) {
+        Self::with(node_key, |l| l.acked = l.acked.max(size));
+    }
+
+    /// Appends `records` (once each) and proves them under a checkpoint signed by `key`.
+    pub fn prove(node_key: &Signer, key: &Signer, records: &[SignedRecord]) -> fed::LogProof {
+        use accord_proto::merkle;
+        Self::with(node_key, |l| {
+            let mut at = Vec::new();
+            for r in records {
+                let leaf = record_leaf(r);
+                let i = match l.index.get(&leaf) {
+                    Some(i) => *i,
+                    None => {
+                        let i = l.tree.size();
+                        l.tree.push(leaf).unwrap();
+                        l.index.insert(leaf, i);
+                        i
+                    }
+                };
+                at.push(i);
+            }
+            let size = l.tree.size();
+            let note = accord_proto::checkpoint::Checkpoint::new(key.name(), size, l.tree.root())
+                .sign(key)
+                .unwrap();
+            let hashes = |v: Vec<[u8; 32]>| v.into_iter().map(|h| h.to_vec().into()).collect();
+            let (from, consistency) = if l.acked > 0 && l.acked < size {
+                (
+                    l.acked,
+                    hashes(merkle::consistency_proof(&l.tree, l.acked, size).unwrap()),
+                )
+            } else {
+                (l.acked.min(size), Vec::new())
+            };
+            fed::LogProof {
+                checkpoint: note,
+                inclusions: at
+                    .into_iter()
+                    .map(|i| fed::RecordInclusion {
+                        leaf_index: i,
+                        inclusion_proof: hashes(merkle::inclusion_proof(&l.tree, i, size).unwrap()),
+                    })
+                    .collect(),
+                consistency_from_size: from,
+                consistency_proof: consistency,
+            }
+        })
     }
 }
 
