@@ -181,6 +181,7 @@ fn op_for(n: u8, c: &Commitment, basis: &[RecordId], now: i64) -> Operation {
     let cond = || Condition {
         description: "c".into(),
         addressed_to: Some(Cast::w()),
+        ..Condition::default()
     };
     let r = || "r".to_string();
     let t = |title: &str| Terms {
@@ -268,6 +269,7 @@ fn op_for(n: u8, c: &Commitment, basis: &[RecordId], now: i64) -> Operation {
         27 => O::Amend {
             supersedes: any,
             terms: Some(t("amended")),
+            participants: vec![],
         },
         28 => O::Notice {
             notice_type: NoticeType::AtRisk,
