@@ -10,12 +10,12 @@
 //! 5. the role table: `wrong_role`;
 //! 6. the operation's required content and the Work service party's timing.
 
-use std::collections::{BTreeMap, HashMap};
-
 use serde::{Deserialize, Serialize};
 
 use crate::access::Access;
 use crate::commitment::{Commitment, OpenCondition, ReopenLink};
+use crate::directory::Single;
+pub use crate::directory::{Applied, Directory};
 use crate::record::{NoticeType, Operation, Party, Record, RecordId, StopMode, hex_id};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
 use crate::revoke::{self, RevokeKind};
@@ -108,44 +108,6 @@ pub enum Notification {
         /// Who holds control.
         holder: Party,
     },
-}
-
-/// The commitments the node knows, for the checks that look beyond one commitment (a taken
-/// reopening id; an admission about a record of no known commitment).
-pub trait Directory {
-    /// The derived state of commitment `id`, if it exists.
-    fn commitment(&self, id: &str) -> Option<&Commitment>;
-}
-
-impl Directory for HashMap<String, Commitment> {
-    fn commitment(&self, id: &str) -> Option<&Commitment> {
-        self.get(id)
-    }
-}
-
-impl Directory for BTreeMap<String, Commitment> {
-    fn commitment(&self, id: &str) -> Option<&Commitment> {
-        self.get(id)
-    }
-}
-
-/// A directory of at most one commitment (what [`apply`] knows).
-struct Single<'a>(Option<&'a Commitment>);
-
-impl Directory for Single<'_> {
-    fn commitment(&self, id: &str) -> Option<&Commitment> {
-        self.0.filter(|c| c.id == id)
-    }
-}
-
-/// The result of [`apply_with`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Applied {
-    /// The commitment's new state; `None` for a record that acts on no known commitment (an
-    /// admission declaration about a record whose commitment this node does not know).
-    pub next: Option<Commitment>,
-    /// The effects to act on.
-    pub effects: Vec<Effect>,
 }
 
 /// The context of one `apply`.

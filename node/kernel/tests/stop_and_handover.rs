@@ -50,10 +50,7 @@ fn liveness_goes_stale_on_time_with_no_record() {
     assert!(w.view().flags.contains(&Flag::Stale));
     assert_eq!(w.c().history.len(), records, "no record was needed");
     // A new heartbeat makes it live again; leaving cleanly ends it.
-    w.ok(
-        &Cast::e(),
-        Operation::Observation(Box::new(Observation::default())),
-    );
+    w.ok(&Cast::e(), Operation::Observation(Box::default()));
     assert_eq!(w.view().liveness, Liveness::Live);
     w.ok(
         &Cast::e(),

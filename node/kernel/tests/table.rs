@@ -53,11 +53,29 @@ const CANDIDATE_OR_OBLIGOR: &[Role] = &[R::CandidateObligor, R::Obligor];
 
 const SEED: &str = "seed";
 
+/// (operation, from-states, roles, result, source).
+type Row = (
+    &'static str,
+    &'static [&'static str],
+    &'static [Role],
+    &'static str,
+    &'static str,
+);
+
+/// (request, asked by, asked of, on allow, on refuse).
+type RevokeRow = (
+    &'static str,
+    &'static [Role],
+    &'static [Role],
+    &'static str,
+    &'static str,
+);
+
 /// (operation, from-states, roles, result, source) — seed 000 "Operations", "Revoke requests",
 /// "Records written by the Work service", "Assignment", "Conditions and gates", "Multi-party
 /// aggregation", "Stop requests", "Control handover"; "-" = no state change.
 #[rustfmt::skip]
-const EXPECT: &[(&str, &[&str], &[Role], &str, &str)] = &[
+const EXPECT: &[Row] = &[
     ("promise", &["requested"], &[R::CandidateObligor], "promised", SEED),
     ("promise_conditional", &["requested"], &[R::CandidateObligor], "conditionally_promised", SEED),
     ("decline", &["requested"], &[R::CandidateObligor], "declined", SEED),
@@ -1097,7 +1115,7 @@ fn request_by_role_and_on_existing_commitments() {
 
 /// Seed 000 "Revoke requests", written out: (request, asked by, asked of, on allow, on refuse).
 #[rustfmt::skip]
-const SEED_REVOKES: &[(&str, &[Role], &[Role], &str, &str)] = &[
+const SEED_REVOKES: &[RevokeRow] = &[
     ("revoke_request", &[R::Obligee], CANDIDATE_OR_OBLIGOR, "withdrawn", "continues"),
     ("revoke_promise", &[R::Obligor], &[R::Obligee], "withdrawn", "continues"),
     ("revoke_statement", &[R::Obligor], &[R::Acceptor], "promised", "stays stated"),
