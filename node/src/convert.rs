@@ -105,6 +105,10 @@ fn parties(list: &[pb::PartyRef]) -> Vec<k::Party> {
         .collect()
 }
 
+#[cfg(test)]
+#[path = "convert_issue11_tests.rs"]
+mod issue11_tests;
+
 /// Converts a decoded record (whose signature the caller has verified) into the kernel's form.
 pub fn record_from_pb(id: k::RecordId, r: &pb::Record) -> R<k::Record> {
     let author =
