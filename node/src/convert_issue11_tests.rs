@@ -59,7 +59,10 @@ fn a_gate_with_participants_and_a_policy() {
     assert_eq!(condition.deadline, Some(5_000));
     assert_eq!(
         condition.participants,
-        vec![k::Party::new("acme", "bob"), k::Party::new("globex", "gina")]
+        vec![
+            k::Party::new("acme", "bob"),
+            k::Party::new("globex", "gina")
+        ]
     );
     assert_eq!(condition.aggregation.rule, k::AggregationRule::KOfN);
     assert_eq!(condition.aggregation.k, 2);
