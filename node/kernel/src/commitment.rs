@@ -485,7 +485,9 @@ impl Commitment {
             .is_some_and(|b| self.consumed >= b.amount)
     }
 
-    /// Every party with a role on the commitment (for notifications), without repeats.
+    /// Every party with a role on the commitment (for notifications and routing), without
+    /// repeats: obligee, obligor, acceptor, accountable, principal, the control holder and the
+    /// participants of its Conditions and gates.
     pub fn parties(&self) -> Vec<Party> {
         let mut out: Vec<Party> = Vec::new();
         let all = [
@@ -499,6 +501,15 @@ impl Commitment {
         for p in all.into_iter().flatten() {
             if !out.contains(p) {
                 out.push(p.clone());
+            }
+        }
+        // Gate participants (possibly of other organisations) have a role too: their answers
+        // arrive through federation, so the records they answer must reach them.
+        for oc in &self.conditions {
+            for p in oc.condition.participant_list() {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
             }
         }
         out

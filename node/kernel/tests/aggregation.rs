@@ -241,6 +241,8 @@ fn participants_change_only_through_amend() {
             agg(AggregationRule::KOfN, 2, 0, false),
         ),
     );
+    // A foreign participant is one of the commitment's parties (records reach it).
+    assert!(w.c().parties().contains(&foreign));
     let v = w.c().terms_version;
     w.ok_with(&foreign, answer(GateAnswer::Accept, v), &[g], &[]);
     assert_eq!(w.view().gates[0].status, GateStatus::Waiting);
