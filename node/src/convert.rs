@@ -82,9 +82,32 @@ fn condition(c: &Option<pb::Condition>) -> k::Condition {
         .map(|c| k::Condition {
             description: c.description.clone(),
             addressed_to: party(&c.addressed_to),
+            kind: k::GateKind::from_wire(c.kind),
+            deadline: time(c.deadline_unix_ms),
+            participants: parties(&c.participants),
+            aggregation: c
+                .aggregation
+                .map(|a| k::Aggregation {
+                    rule: k::AggregationRule::from_wire(a.rule),
+                    k: a.k,
+                    percent: a.percent,
+                    any_rejection_rejects: a.any_rejection_rejects,
+                })
+                .unwrap_or_default(),
         })
         .unwrap_or_default()
 }
+
+/// A list of parties; an empty entry stays an empty party (the kernel rejects it, naming it).
+fn parties(list: &[pb::PartyRef]) -> Vec<k::Party> {
+    list.iter()
+        .map(|p| k::Party::new(&p.organisation, &p.name))
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "convert_issue11_tests.rs"]
+mod issue11_tests;
 
 /// Converts a decoded record (whose signature the caller has verified) into the kernel's form,
 /// after checking every identifier in it against [`crate::ident`] ([`check_idents`]).
@@ -351,6 +374,19 @@ fn operation(op: &Op) -> R<k::Operation> {
         Op::Amend(a) => O::Amend {
             supersedes: opt_id(&format!("{F}.amend.supersedes"), &a.supersedes)?,
             terms: a.terms.as_ref().map(|_| terms(&a.terms)),
+            participants: a
+                .participants
+                .iter()
+                .enumerate()
+                .map(|(i, g)| {
+                    let field = format!("{F}.amend.participants[{i}].gate");
+                    Ok(k::GateParticipants {
+                        gate: opt_id(&field, &g.gate)?
+                            .ok_or_else(|| Error::invalid(field, "required"))?,
+                        participants: parties(&g.participants),
+                    })
+                })
+                .collect::<R<Vec<_>>>()?,
         },
         Op::Notice(n) => O::Notice {
             notice_type: k::NoticeType::from_wire(n.notice_type),
@@ -394,6 +430,53 @@ fn operation(op: &Op) -> R<k::Operation> {
         Op::ActedUpon(a) => O::ActedUpon {
             record_id: opt_id(&format!("{F}.acted_upon.record_id"), &a.record_id)?,
             act: a.act.clone(),
+        },
+        Op::GateDecision(g) => O::GateDecision {
+            answer: k::GateAnswer::from_wire(g.answer),
+            content_digest: opt_id(
+                &format!("{F}.gate_decision.content_digest"),
+                &g.content_digest,
+            )?,
+            participant: party(&g.participant),
+            reason: g.reason.clone(),
+        },
+        Op::Observation(o) => {
+            if o.heartbeat_interval_ms < 0 {
+                return Err(Error::invalid(
+                    format!("{F}.observation.heartbeat_interval_ms"),
+                    "must not be negative",
+                ));
+            }
+            O::Observation(Box::new(k::Observation {
+                execution: k::ExecutionReport::from_wire(o.execution),
+                control: k::ControlReport::from_wire(o.control),
+                heartbeat_interval_ms: time(o.heartbeat_interval_ms),
+                left_cleanly: o.left_cleanly,
+                checkpoint: o.checkpoint.clone(),
+                external_state: o.external_state.clone(),
+            }))
+        }
+        Op::StopRequest(s) => O::StopRequest {
+            mode: k::StopMode::from_wire(s.mode),
+            reason: s.reason.clone(),
+        },
+        Op::StopResponse(s) => O::StopResponse {
+            answer: k::StopAnswer::from_wire(s.answer),
+            reason: s.reason.clone(),
+        },
+        Op::ResumeAfterStop(r) => O::ResumeAfterStop {
+            reason: r.reason.clone(),
+        },
+        Op::ControlLease(c) => O::ControlLease {
+            holder: party(&c.holder),
+            until: time(c.until_unix_ms),
+        },
+        Op::HandBackControl(h) => O::HandBackControl {
+            handoff_note: h.handoff_note.clone(),
+        },
+        Op::Recheck(r) => O::Recheck {
+            outcome: k::RecheckOutcome::from_wire(r.outcome),
+            note: r.note.clone(),
         },
     })
 }

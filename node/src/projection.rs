@@ -85,15 +85,14 @@ impl Projection {
         access: &k::Access,
         now: i64,
     ) -> (Outcome, Vec<k::Effect>) {
-        let result = k::apply(
-            self.commitments.get(&record.commitment),
-            record,
-            access,
-            now,
-        );
+        // apply_with sees every commitment: a taken reopening id is refused, and an admission
+        // about a record of no known commitment is applied without derived state.
+        let result = k::apply_with(&self.commitments, record, access, now);
         let (outcome, effects) = match result {
-            Ok((c, effects)) => {
-                self.put(c);
+            Ok(k::Applied { next, effects }) => {
+                if let Some(c) = next {
+                    self.put(c);
+                }
                 for e in &effects {
                     if let k::Effect::StartReopening { commitment, .. } = e {
                         self.put((**commitment).clone());

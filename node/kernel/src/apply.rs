@@ -14,32 +14,47 @@ use serde::{Deserialize, Serialize};
 
 use crate::access::Access;
 use crate::commitment::{Commitment, OpenCondition, ReopenLink};
-use crate::record::{NoticeType, Operation, Party, Record, RecordId, hex_id};
+use crate::directory::Single;
+pub use crate::directory::{Applied, Directory};
+use crate::record::{NoticeType, Operation, Party, Record, RecordId, StopMode, hex_id};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
 use crate::revoke::{self, RevokeKind};
 use crate::roles;
 use crate::rules::{self, Outcome, RuleKey};
 use crate::state::State;
-use crate::{assignment, deferral, marks, ops, request, service};
+use crate::{assignment, claims, deferral, gates, marks, ops, request, service, stop};
 
 /// What the caller must do after a record was applied (the kernel does no I/O).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Effect {
-    /// Notify these parties (attention).
+    /// Notify these parties (attention): everything the node needs to deliver it.
     Notify {
+        /// The commitment.
+        commitment: String,
+        /// The record that caused it.
+        record: RecordId,
         /// Recipients (never the author).
         to: Vec<Party>,
         /// About what.
         about: Notification,
     },
-    /// A claim produced a promise: the commitment is promised by `obligor` (already part of the
-    /// derived state; the node publishes it as the promise of record).
+    /// A claim produced a promise (seed 000, "Assignment": "a promise record is produced"): the
+    /// commitment is already promised by `obligor` in the derived state; the node writes the
+    /// promise record of it, authored by `obligor`'s organisation's node, with `claim` in basis.
     PromiseProduced {
+        /// The commitment.
+        commitment: String,
+        /// The claim record the promise rests on.
+        claim: RecordId,
         /// The claiming obligor.
         obligor: Party,
-        /// The items promised.
+        /// The obligee the promise is made to.
+        obligee: Party,
+        /// The items promised (empty = the whole commitment).
         items: Vec<String>,
+        /// The terms version promised.
+        terms_version: RecordId,
     },
     /// An allowed revoke_acceptance starts a linked reopening commitment. The node stores
     /// `commitment` under `link.reopening` (the allow record created it; a replay of the allow
@@ -78,6 +93,21 @@ pub enum Notification {
         /// The disputed record.
         disputed: RecordId,
     },
+    /// A stop (or pause) was requested of the executor.
+    StopRequested {
+        /// How.
+        mode: StopMode,
+    },
+    /// The executor refused a stop request.
+    StopRefused {
+        /// Why.
+        reason: String,
+    },
+    /// A person took control.
+    ControlTaken {
+        /// Who holds control.
+        holder: Party,
+    },
 }
 
 /// The context of one `apply`.
@@ -88,16 +118,57 @@ pub(crate) struct Ctx<'a> {
     pub now: i64,
     /// The open condition a withdraw/satisfy names.
     pub condition: Option<&'a OpenCondition>,
+    /// The commitments the node knows.
+    pub dir: &'a dyn Directory,
 }
 
 /// Applies `record` to `state` (the commitment's derived state, `None` before its request) at
 /// ledger time `now`. On success returns the new state and the effects; on rejection the caller
 /// records the record with the rejection, and the state is unchanged.
+///
+/// `apply` knows only `state`: an allowed revoke_acceptance cannot see whether its reopening id
+/// is taken, and an admission about no known commitment is `unknown_commitment`. The node uses
+/// [`apply_with`], which knows every commitment.
 pub fn apply(
     state: Option<&Commitment>,
     record: &Record,
     access: &Access,
     now: i64,
+) -> Result<(Commitment, Vec<Effect>), Rejection> {
+    apply_in(state, record, access, now, &Single(state))
+}
+
+/// Applies `record` to its commitment in `dir` (the node's projection) at `now`. Unlike
+/// [`apply`], it rejects an allowed revoke_acceptance whose reopening commitment id is taken
+/// (`commitment_exists`), and applies an admission declaration about a record of a commitment
+/// the node does not know (`next` is `None`: the declaration is recorded, nothing is derived).
+pub fn apply_with(
+    dir: &dyn Directory,
+    record: &Record,
+    access: &Access,
+    now: i64,
+) -> Result<Applied, Rejection> {
+    let state = dir.commitment(&record.commitment);
+    if state.is_none() && matches!(record.op, Operation::Admission { .. }) {
+        marks::detached_admission(record, access)?;
+        return Ok(Applied {
+            next: None,
+            effects: Vec::new(),
+        });
+    }
+    let (next, effects) = apply_in(state, record, access, now, dir)?;
+    Ok(Applied {
+        next: Some(next),
+        effects,
+    })
+}
+
+fn apply_in(
+    state: Option<&Commitment>,
+    record: &Record,
+    access: &Access,
+    now: i64,
+    dir: &dyn Directory,
 ) -> Result<(Commitment, Vec<Effect>), Rejection> {
     let c = match (state, &record.op) {
         (None, Operation::Request(req)) => return request::create(record, req, access, now),
@@ -142,6 +213,7 @@ pub fn apply(
         access,
         now,
         condition,
+        dir,
     };
     let targets = targets(&ctx, key)?;
     let outcome = check_state(c, key, &targets)?;
@@ -245,6 +317,19 @@ fn resolve<'a>(
         O::Reassign { .. } => RuleKey::Reassign,
         O::RenewLease { .. } => RuleKey::RenewLease,
         O::OpenCondition { .. } => RuleKey::OpenCondition,
+        O::GateDecision { .. } => {
+            let Some(cond) = c.conditions.iter().find(|oc| r.basis.contains(&oc.record)) else {
+                return reject(C::NoOpenCondition, "basis names no open gate");
+            };
+            return Ok((RuleKey::GateDecision, Some(cond)));
+        }
+        O::Observation(_) => RuleKey::Observation,
+        O::StopRequest { .. } => RuleKey::StopRequest,
+        O::StopResponse { .. } => RuleKey::StopResponse,
+        O::ResumeAfterStop { .. } => RuleKey::ResumeAfterStop,
+        O::ControlLease { .. } => RuleKey::ControlLease,
+        O::HandBackControl { .. } => RuleKey::HandBackControl,
+        O::Recheck { .. } => RuleKey::Recheck,
         O::WithdrawCondition | O::SatisfyCondition => {
             let Some(cond) = c.conditions.iter().find(|oc| r.basis.contains(&oc.record)) else {
                 return reject(C::NoOpenCondition, "basis names no open condition");
@@ -397,5 +482,13 @@ fn execute(
         | K::ReportConsumption
         | K::ActedUpon
         | K::Admission => marks::execute(ctx, key, targets, next),
+        K::GateDecision => gates::decide(ctx, next),
+        K::Observation => claims::observe(ctx, next),
+        K::StopRequest => stop::stop_request(ctx, next, fx),
+        K::StopResponse => stop::stop_response(ctx, next, fx),
+        K::ResumeAfterStop => stop::resume_after_stop(ctx, next),
+        K::ControlLease => stop::control_lease(ctx, next, fx),
+        K::HandBackControl => stop::hand_back(ctx, next),
+        K::Recheck => stop::recheck(ctx, next),
     }
 }

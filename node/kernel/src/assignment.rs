@@ -19,7 +19,7 @@ pub enum Assignment {
     Pooled,
     /// Offered or directly requested from a specific party.
     Offered,
-    /// The obligor is known.
+    /// The obligor is known; the lease is valid if one is defined.
     Held,
     /// The start deadline passed with nobody holding it, or no candidate exists.
     FailedToAssign,
@@ -39,7 +39,15 @@ impl Assignment {
 
 /// Derives the assignment axis at `now`.
 pub fn assignment(c: &Commitment, now: i64) -> Assignment {
-    if c.obligor.is_some() {
+    // Seed 000, "Assignment": held = "The obligor is known; the lease is valid if one is
+    // defined". Once a claim's lease has ended the obligor no longer holds it; until the Work
+    // service party's unclaim, it shows as the queue would without it.
+    let lease_ended = c
+        .claim
+        .as_ref()
+        .and_then(|cl| cl.lease_until)
+        .is_some_and(|t| now >= t);
+    if c.obligor.is_some() && !lease_ended {
         return Assignment::Held;
     }
     let deadline_passed = c
@@ -135,8 +143,16 @@ pub(crate) fn execute(
                 lease_until,
             });
             fx.push(Effect::PromiseProduced {
+                commitment: ctx.c.id.clone(),
+                claim: ctx.r.id,
                 obligor: author.clone(),
-                items: targets.to_vec(),
+                obligee: ctx.c.obligee.clone(),
+                items: if ctx.c.has_line_items() {
+                    targets.to_vec()
+                } else {
+                    Vec::new()
+                },
+                terms_version: ctx.c.terms_version,
             });
         }
         (Operation::Unclaim { .. }, RuleKey::Unclaim) => {

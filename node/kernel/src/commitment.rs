@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::record::{
-    AcceptanceCriterion, AdmissionOutcome, Condition, NoticeType, Party, Queue, RecordId, Terms,
+    AcceptanceCriterion, AdmissionOutcome, Condition, ControlReport, ExecutionReport, GateAnswer,
+    NoticeType, Party, Queue, RecheckOutcome, RecordId, StopAnswer, StopMode, Terms,
 };
 use crate::revoke::RevokeKind;
 use crate::state::State;
@@ -90,6 +91,137 @@ pub struct Commitment {
     pub reopened_by: Vec<ReopenLink>,
     /// Ids of the records applied, in order (rejected records are kept by the node).
     pub history: Vec<RecordId>,
+    /// Executors that reported through observation claims (seed 000, "Other state axes").
+    #[serde(default)]
+    pub executors: Vec<ExecutorState>,
+    /// The latest stop request (seed 000, "Stop requests").
+    #[serde(default)]
+    pub stop: Option<StopState>,
+    /// The control handover under way (seed 000, "Control handover").
+    #[serde(default)]
+    pub handover: Option<Handover>,
+    /// The outcome of the last completed handover re-check.
+    #[serde(default)]
+    pub last_recheck: Option<(RecordId, RecheckOutcome)>,
+    /// Attention raised for parties (a refused stop request, ...).
+    #[serde(default)]
+    pub attention: Vec<AttentionMark>,
+    /// A reject came after the last statement: the work is being redone (seed 000, "Summary
+    /// category": awaiting_acceptance "can move to … active (on rejection)").
+    #[serde(default)]
+    pub reworking: bool,
+}
+
+/// What one executor last claimed (the executor is the observation's author).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecutorState {
+    /// The executor.
+    pub executor: Party,
+    /// Its last observation (a heartbeat).
+    pub last_record: RecordId,
+    /// When it was applied.
+    pub last_seen: i64,
+    /// The declared heartbeat interval.
+    pub heartbeat_interval_ms: Option<i64>,
+    /// The last execution claimed, with its record and its position in the history.
+    pub execution: Option<(ExecutionReport, RecordId, usize)>,
+    /// The last control claimed.
+    pub control: Option<ControlReport>,
+    /// It left cleanly.
+    pub left_cleanly: bool,
+    /// The last external state it reported that the kernel cannot map (cleared by a mapped claim).
+    pub unmapped_state: Option<String>,
+    /// The last checkpoint, with its record and its position in the history.
+    pub checkpoint: Option<(String, RecordId, usize)>,
+    /// Order of the observation among all applied records (for "latest" across executors).
+    pub seq: usize,
+}
+
+/// A stop request and what followed it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopState {
+    /// The stop_request record.
+    pub record: RecordId,
+    /// Who asked.
+    pub by: Party,
+    /// How.
+    pub mode: StopMode,
+    /// Why.
+    pub reason: String,
+    /// When.
+    pub at: i64,
+    /// History length when it was applied (claims after it confirm it).
+    pub seq: usize,
+    /// The executor's response, with its record.
+    pub response: Option<(StopAnswer, RecordId)>,
+    /// The executor's confirming claim (stopped, or paused for a pause), with its record and
+    /// its position in the history.
+    #[serde(default)]
+    pub confirmed: Option<(RecordId, usize)>,
+    /// The resume_after_stop (or the re-check "continue") that ended it.
+    pub resumed: Option<RecordId>,
+}
+
+impl StopState {
+    /// Whether the stop still holds: not refused and not resumed.
+    pub fn in_effect(&self) -> bool {
+        self.resumed.is_none() && !matches!(self.response, Some((StopAnswer::Refuse, _)))
+    }
+}
+
+/// The phase of a control handover.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandoverPhase {
+    /// A person holds control (control axis: manual).
+    Leased,
+    /// Control was handed back with a handoff note; the re-check is due (control: intervened).
+    HandedBack,
+}
+
+/// A control handover under way.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handover {
+    /// The control_lease record.
+    pub lease: RecordId,
+    /// The person holding control.
+    pub holder: Party,
+    /// Optional end of the lease.
+    pub until: Option<i64>,
+    /// The phase.
+    pub phase: HandoverPhase,
+    /// The hand back record and its note.
+    pub handed_back: Option<(RecordId, String)>,
+}
+
+/// Attention raised for parties by a record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttentionMark {
+    /// The record that raised it.
+    pub record: RecordId,
+    /// For whom.
+    pub to: Vec<Party>,
+    /// About what (the operation's wire name).
+    pub about: String,
+    /// The reason given.
+    pub reason: String,
+}
+
+/// One participant's answer to a gate, bound to the content it answered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerMark {
+    /// The answering record (gate_decision, satisfy_condition, accept or reject).
+    pub record: RecordId,
+    /// The participant.
+    pub by: Party,
+    /// The answer.
+    pub answer: GateAnswer,
+    /// The terms version it was given on.
+    pub terms_version: RecordId,
+    /// The content it answered (the terms and parameters as they were).
+    pub content: Terms,
+    /// When.
+    pub at: i64,
 }
 
 /// State of one line item.
@@ -233,6 +365,12 @@ pub struct OpenCondition {
     pub condition: Condition,
     /// For the precondition of a conditional promise: the items it holds back. Empty otherwise.
     pub precondition_items: Vec<String>,
+    /// The answers given (only those whose content is still the commitment's count).
+    #[serde(default)]
+    pub answers: Vec<AnswerMark>,
+    /// When it was opened.
+    #[serde(default)]
+    pub opened_at: i64,
 }
 
 impl OpenCondition {
@@ -347,7 +485,9 @@ impl Commitment {
             .is_some_and(|b| self.consumed >= b.amount)
     }
 
-    /// Every party with a role on the commitment (for notifications), without repeats.
+    /// Every party with a role on the commitment (for notifications and routing), without
+    /// repeats: obligee, obligor, acceptor, accountable, principal, the control holder and the
+    /// participants of its Conditions and gates.
     pub fn parties(&self) -> Vec<Party> {
         let mut out: Vec<Party> = Vec::new();
         let all = [
@@ -356,10 +496,20 @@ impl Commitment {
             self.acceptor.as_ref(),
             self.accountable.as_ref(),
             self.principal.as_ref(),
+            self.handover.as_ref().map(|h| &h.holder),
         ];
         for p in all.into_iter().flatten() {
             if !out.contains(p) {
                 out.push(p.clone());
+            }
+        }
+        // Gate participants (possibly of other organisations) have a role too: their answers
+        // arrive through federation, so the records they answer must reach them.
+        for oc in &self.conditions {
+            for p in oc.condition.participant_list() {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
             }
         }
         out

@@ -8,6 +8,10 @@
 //!
 //! ## Using it (the node)
 //!
+//! * [`apply_with`]`(directory, record, access, now)`: what the node calls — like [`apply`], but
+//!   it sees every commitment: an allowed revoke_acceptance whose reopening id is taken is
+//!   rejected `commitment_exists`, and an admission about a record of no known commitment is
+//!   applied with no derived state ([`Applied::next`] is `None`).
 //! * [`apply`]`(state, record, access, now)`: one [`Record`] against the commitment's derived
 //!   [`Commitment`] (`None` before its `request`). `Ok((next, effects))`: store `next`, act on
 //!   the [`Effect`]s. `Err(`[`Rejection`]`)`: record the record with its rejection; the state is
@@ -36,7 +40,10 @@
 //! | [`revoke`] | "Revoke requests"; the `dispute` row |
 //! | [`mod@assignment`] | "Assignment": axis and operations; `delegate` / `assign` two-record handovers |
 //! | [`service`] | "Records written by the Work service" |
-//! | [`mod@view`] | "Whose move it is", "Summary category", "Other state axes" |
+//! | [`mod@view`] | "Whose move it is", "Summary category" |
+//! | [`claims`] | "Other state axes": execution, control, liveness from executor claims |
+//! | [`gates`] | "Conditions and gates", "Multi-party aggregation" |
+//! | `stop` | "Stop requests", "Control handover" |
 //! | [`access`] | "An operation is valid only if … Access authorizes it" |
 //! | [`roles`] | who holds which role ("Who" columns) |
 //! | [`commitment`] | the derived state (every axis the records determine) |
@@ -60,7 +67,9 @@
 //!   when Access grants none. `amend` is the obligee's. `open_condition` is the obligee's or
 //!   obligor's; its opener owns it. `report_consumption` and `acted_upon` are by an executor:
 //!   any party of the obligor's organisation. The Work service party is also the distribution
-//!   policy (`offer`) and writes `admission` declarations.
+//!   policy (`offer`). `admission` is written by any party of the node's own organisation (the
+//!   seed names no role; Access decides who acts for it), e.g. the Work service party or the
+//!   operator.
 //! * **Conditional promise.** Its precondition is an open Condition (category `waiting`; whose
 //!   move: the addressee). `satisfy_condition` by the addressee, or `withdraw_condition` by the
 //!   obligor who set it, naming the promise_conditional in basis, makes it `promised`. Its
@@ -80,21 +89,34 @@
 //!   missing" block of implicit acceptance look at them; a reject clears them.
 //! * **Four-eyes**: the acceptor must differ from the party that stated; an implicit accept is
 //!   made on the acceptor's behalf, so it is blocked when the acceptor is the party that stated.
-//! * **Assignment.** held = an obligor is known; otherwise failed_to_assign once the queue's
+//! * **Assignment.** held = an obligor is known and its claim's lease (if any) has not ended;
+//!   otherwise failed_to_assign once the queue's
 //!   start deadline passed, else offered (a party is offered), else pooled (the queue has
 //!   candidates), else failed_to_assign (no candidate). `claim` needs nobody else holding it
 //!   (`already_held`). `forward` replaces the queue and drops a pending offer when nobody holds
 //!   it; it never moves a held obligation. `reassign` of a held commitment opens a delegate
 //!   offer to the new party (the obligation moves only through delegate); otherwise it offers.
-//! * **Summary category.** triage = request phase and nobody holds it (offered or pooled);
-//!   waiting = any open Condition; active = promised and an executor act is recorded; unknown,
-//!   stale, taken_over and contradiction need executor/external claims the commitment records
-//!   do not carry, so they are never derived here.
+//! * **Summary category.** triage = request phase and assignment pooled; waiting = a Condition
+//!   or gate not satisfied (or a conditional promise); unknown = liveness stale or unknown, or
+//!   execution unknown (an unmapped external state, a stop without the executor's confirmation,
+//!   contradicting claims); active = promised and running with liveness live or not
+//!   applicable, or rework after a rejection; ready = promised otherwise. A request phase that
+//!   is offered or failed_to_assign matches no row: the kernel shows `waiting`. `acted_upon` is
+//!   evidence, never "running". Flags: stale (liveness), taken_over (control manual or
+//!   intervened), contradiction (two executors' latest execution claims differ, or running
+//!   claimed after a confirmed stop with no resume_after_stop).
+//! * **Gates.** An answer is bound to the terms it answered and counts only while the terms are
+//!   equal; `gate_decision` names the terms version it answers (must be the current one);
+//!   `satisfy_condition` is the addressee's accept. A satisfied gate stays (an amend can reopen
+//!   it); `withdraw_condition` removes it.
 //! * **Whose move** lists every applicable row: the open revoke request, budget exhausted, and
 //!   one row per open state. The queue owner shown is the declared one (`view` takes no Access).
 //! * **Work service records** from [`due_work`] are independent of each other: applied in the
 //!   order given, each is accepted.
-//! * **Records outside the seed's table.** `open_condition`, `withdraw_condition`,
+//! * **Records outside the seed's table.** `gate_decision`, `observation`, `stop_request`,
+//!   `stop_response`, `resume_after_stop`, `control_lease`, `hand_back_control` and `recheck`
+//!   act on open commitments with no state change (see [`gates`], [`claims`] and the `stop`
+//!   module for who may write them). `open_condition`, `withdraw_condition`,
 //!   `satisfy_condition`, `report_consumption`, `acted_upon` and `admission` (record.proto) are
 //!   accepted on open commitments (`admission` in any state) with no state change of their own,
 //!   except the precondition case above.
@@ -104,8 +126,12 @@
 pub mod access;
 mod apply;
 pub mod assignment;
+pub mod claims;
 pub mod commitment;
+mod content;
 mod deferral;
+mod directory;
+pub mod gates;
 mod marks;
 mod ops;
 pub mod reasons;
@@ -117,21 +143,25 @@ pub mod roles;
 pub mod rules;
 pub mod service;
 pub mod state;
+mod stop;
 pub mod view;
 pub mod visibility;
 
 pub use access::{Access, Authority, Grant, Members};
-pub use apply::{Effect, Notification, apply};
+pub use apply::{Applied, Directory, Effect, Notification, apply, apply_with};
 pub use assignment::{Assignment, assignment};
 pub use commitment::{Commitment, WHOLE};
+pub use gates::{GateStatus, Participation};
 pub use record::{
-    AcceptanceCriterion, AdmissionOutcome, Budget, CancelReason, Condition, DeclineReason,
-    LineItem, NoticeType, Operation, Party, Queue, Record, RecordId, Request, Terms, hex_id,
+    AcceptanceCriterion, AdmissionOutcome, Aggregation, AggregationRule, Budget, CancelReason,
+    Condition, ControlReport, DeclineReason, ExecutionReport, GateAnswer, GateKind,
+    GateParticipants, LineItem, NoticeType, Observation, Operation, Party, Queue, RecheckOutcome,
+    Record, RecordId, Request, StopAnswer, StopMode, Terms, hex_id,
 };
 pub use rejection::{Rejection, RejectionCode};
 pub use revoke::RevokeKind;
 pub use rules::{Outcome, Role, RuleKey};
 pub use service::{ImplicitBlock, ServiceAction, ServiceKind, due_work};
 pub use state::State;
-pub use view::{Category, Flag, Move, MoveRow, View, view};
+pub use view::{Category, Control, Execution, Flag, Liveness, Move, MoveRow, View, view};
 pub use visibility::{may_read, parties_with_role};

@@ -3,9 +3,11 @@
 //! satisfying or withdrawing it makes the promise unconditional), budget consumption, executor
 //! acts (the evidence the kernel knows of) and admission declarations.
 
+use crate::access::Access;
 use crate::apply::Ctx;
 use crate::commitment::{AdmissionMark, Commitment, OpenCondition};
-use crate::record::{AdmissionOutcome, Operation};
+use crate::gates;
+use crate::record::{AdmissionOutcome, Operation, Record};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
 use crate::rules::RuleKey;
 
@@ -17,26 +19,23 @@ pub(crate) fn execute(
 ) -> Result<(), Rejection> {
     match (&ctx.r.op, key) {
         (Operation::OpenCondition { condition }, RuleKey::OpenCondition) => {
-            ensure(
-                !condition.description.trim().is_empty()
-                    && condition
-                        .addressed_to
-                        .as_ref()
-                        .is_some_and(|p| !p.organisation.is_empty() && !p.name.is_empty()),
-                C::MissingCondition,
-                "a Condition needs a description and an addressee",
-            )?;
+            gates::check_new(ctx, condition)?;
             next.conditions.push(OpenCondition {
                 record: ctx.r.id,
                 owner: ctx.r.author.clone(),
                 condition: condition.clone(),
                 precondition_items: Vec::new(),
+                answers: Vec::new(),
+                opened_at: ctx.now,
             });
+        }
+        (Operation::SatisfyCondition, RuleKey::SatisfyCondition) => {
+            // Not deleted: the answer is bound to the content, and an amend reopens it.
+            gates::satisfy(ctx, next)?;
         }
         (
             Operation::WithdrawCondition | Operation::SatisfyCondition,
             RuleKey::WithdrawCondition
-            | RuleKey::SatisfyCondition
             | RuleKey::WithdrawPrecondition
             | RuleKey::SatisfyPrecondition,
         ) => {
@@ -74,7 +73,6 @@ pub(crate) fn execute(
         }
         (
             Operation::Admission {
-                record_id,
                 peer,
                 outcome,
                 code,
@@ -82,21 +80,10 @@ pub(crate) fn execute(
             },
             RuleKey::Admission,
         ) => {
-            let Some(peer_record) = record_id else {
-                return reject(C::MissingField, "admission names the peer record");
-            };
-            match outcome {
-                AdmissionOutcome::Unspecified => {
-                    return reject(C::MissingField, "admission needs an outcome");
-                }
-                AdmissionOutcome::Unknown(n) => {
-                    return reject(C::Malformed, format!("admission outcome {n}"));
-                }
-                _ => {}
-            }
+            let peer_record = check_admission(&ctx.r.op)?;
             next.admissions.push(AdmissionMark {
                 record: ctx.r.id,
-                peer_record: *peer_record,
+                peer_record,
                 peer: peer.clone(),
                 outcome: *outcome,
                 code: code.clone(),
@@ -105,4 +92,40 @@ pub(crate) fn execute(
         _ => unreachable!("marks::execute on {}", key.name()),
     }
     Ok(())
+}
+
+/// An admission's required content: the peer record and a known outcome.
+fn check_admission(op: &Operation) -> Result<crate::record::RecordId, Rejection> {
+    let Operation::Admission {
+        record_id, outcome, ..
+    } = op
+    else {
+        unreachable!()
+    };
+    let Some(peer_record) = record_id else {
+        return reject(C::MissingField, "admission names the peer record");
+    };
+    match outcome {
+        AdmissionOutcome::Unspecified => reject(C::MissingField, "admission needs an outcome"),
+        AdmissionOutcome::Unknown(n) => reject(C::Malformed, format!("admission outcome {n}")),
+        _ => Ok(*peer_record),
+    }
+}
+
+/// An admission declaration about a record whose commitment this node does not know (a
+/// quarantined record whose request never arrived, a record without a commitment): applied with
+/// no derived state. Access decides who may write it (seed 000, "Federation admission" names no
+/// role); it is a local declaration, so its author acts for this node's organisation.
+pub(crate) fn detached_admission(r: &Record, access: &Access) -> Result<(), Rejection> {
+    ensure(
+        access.acts_for(&r.author),
+        C::NotAuthorized,
+        format!("{} does not act for {:?}", r.author, r.author.organisation),
+    )?;
+    ensure(
+        r.author.organisation == access.service.organisation,
+        C::WrongRole,
+        "an admission is a local declaration of this node's organisation",
+    )?;
+    check_admission(&r.op).map(|_| ())
 }

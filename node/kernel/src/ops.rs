@@ -7,7 +7,8 @@ use crate::apply::{Ctx, Effect, Notification};
 use crate::commitment::{
     Commitment, CounterVersion, NoticeMark, OpenCondition, Statement, Validity,
 };
-use crate::record::{CancelReason, DeclineReason, NoticeType, Operation, Party, Terms};
+use crate::gates;
+use crate::record::{CancelReason, DeclineReason, GateAnswer, NoticeType, Operation, Party, Terms};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
 use crate::roles;
 use crate::rules::{Role, RuleKey};
@@ -143,6 +144,8 @@ pub(crate) fn promise_conditional(
         owner: ctx.r.author.clone(),
         condition: condition.clone(),
         precondition_items: targets.to_vec(),
+        answers: Vec::new(),
+        opened_at: ctx.now,
     });
     Ok(())
 }
@@ -258,6 +261,7 @@ pub(crate) fn state(ctx: &Ctx, targets: &[String], next: &mut Commitment) -> Res
             });
         }
     }
+    next.reworking = false;
     Ok(())
 }
 
@@ -317,6 +321,7 @@ pub(crate) fn accept(
             item.accepted_implicitly = *implicit;
         }
     }
+    gates::delivery_answer(ctx, next, GateAnswer::Accept);
     Ok(())
 }
 
@@ -342,6 +347,8 @@ pub(crate) fn reject_statement(
     }
     next.rejects.push(ctx.r.id);
     next.evidence.clear();
+    next.reworking = true;
+    gates::delivery_answer(ctx, next, GateAnswer::Reject);
     Ok(())
 }
 
@@ -361,7 +368,12 @@ pub(crate) fn closing_and_notes(
     };
     match (&ctx.r.op, key) {
         (Operation::Release { .. }, RuleKey::Release) => Ok(()),
-        (Operation::Amend { supersedes, terms }, RuleKey::Amend) => {
+        (
+            Operation::Amend {
+                supersedes, terms, ..
+            },
+            RuleKey::Amend,
+        ) => {
             let Some(supersedes) = supersedes else {
                 return reject(C::MissingSupersedes, "amend needs supersedes");
             };
@@ -374,6 +386,7 @@ pub(crate) fn closing_and_notes(
                 return reject(C::MissingTerms, "amend needs terms");
             };
             check_same_items(ctx.c, terms)?;
+            gates::amend_participants(ctx, next)?;
             adopt_terms(next, terms.clone(), ctx.r.id);
             Ok(())
         }
@@ -395,6 +408,8 @@ pub(crate) fn closing_and_notes(
                 at: ctx.now,
             });
             fx.push(Effect::Notify {
+                commitment: ctx.c.id.clone(),
+                record: ctx.r.id,
                 to: others(),
                 about: Notification::Notice {
                     notice_type: *notice_type,
@@ -415,6 +430,8 @@ pub(crate) fn closing_and_notes(
                 "administrative_close needs a reason",
             )?;
             fx.push(Effect::Notify {
+                commitment: ctx.c.id.clone(),
+                record: ctx.r.id,
                 to: others(),
                 about: Notification::AdministrativelyClosed {
                     reason: reason.clone(),

@@ -15,7 +15,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::revoke::RevokeKind;
 
-pub use crate::reasons::{AdmissionOutcome, CancelReason, DeclineReason, NoticeType};
+pub use crate::content::{Aggregation, Condition, GateParticipants, Observation};
+pub use crate::reasons::{
+    AdmissionOutcome, AggregationRule, CancelReason, ControlReport, DeclineReason, ExecutionReport,
+    GateAnswer, GateKind, NoticeType, RecheckOutcome, StopAnswer, StopMode,
+};
 
 /// A record id: SHA-256 of the record's signed bytes (DESIGN.md, "Records and signing").
 pub type RecordId = [u8; 32];
@@ -124,15 +128,6 @@ pub struct Queue {
     pub return_to_pool_on_lease_end: bool,
     /// If nobody holds the commitment by then, assignment becomes `failed_to_assign`.
     pub start_deadline: Option<i64>,
-}
-
-/// A Condition (seed 000, "Conditions and gates").
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Condition {
-    /// What must hold (required).
-    pub description: String,
-    /// The party the condition is addressed to (required).
-    pub addressed_to: Option<Party>,
 }
 
 /// `request`: the obligee (or someone on its behalf) asks for a commitment.
@@ -299,12 +294,14 @@ pub enum Operation {
         /// Required reason.
         reason: String,
     },
-    /// A new version of the terms.
+    /// A new version of the terms (and, optionally, new participant sets of gates).
     Amend {
         /// The version superseded (required).
         supersedes: Option<RecordId>,
         /// The new terms.
         terms: Option<Terms>,
+        /// New participant sets of open gates.
+        participants: Vec<GateParticipants>,
     },
     /// Attention and notification, no state change.
     Notice {
@@ -391,6 +388,58 @@ pub enum Operation {
         /// What was done.
         act: String,
     },
+    /// A participant answers the gate named in basis; the Work service party closes an open
+    /// participant request as obsolete after an early decision (naming `participant`).
+    GateDecision {
+        /// The answer.
+        answer: GateAnswer,
+        /// The terms version (record id) the answer was given on; must be the current one.
+        content_digest: Option<RecordId>,
+        /// For the Work service party's obsolete closing: the participant closed.
+        participant: Option<Party>,
+        /// Optional reason.
+        reason: String,
+    },
+    /// An executor's observation claim.
+    Observation(Box<Observation>),
+    /// Asks the executor to stop or pause.
+    StopRequest {
+        /// How.
+        mode: StopMode,
+        /// Optional reason.
+        reason: String,
+    },
+    /// The executor answers the open stop request (named in basis).
+    StopResponse {
+        /// The answer.
+        answer: StopAnswer,
+        /// Required for refuse.
+        reason: String,
+    },
+    /// Continuing after a stop (basis names the stop request); never automatic.
+    ResumeAfterStop {
+        /// Optional reason.
+        reason: String,
+    },
+    /// A person takes control (the control axis shows manual with the holder).
+    ControlLease {
+        /// The holder (required).
+        holder: Option<Party>,
+        /// Optional end of the lease.
+        until: Option<i64>,
+    },
+    /// The holder hands control back (basis names the control_lease).
+    HandBackControl {
+        /// Required handoff note.
+        handoff_note: String,
+    },
+    /// The re-check after control was handed back: continue or re-plan.
+    Recheck {
+        /// The outcome.
+        outcome: RecheckOutcome,
+        /// Optional note.
+        note: String,
+    },
 }
 
 impl Operation {
@@ -438,6 +487,14 @@ impl Operation {
             ReportConsumption { .. } => "report_consumption",
             Admission { .. } => "admission",
             ActedUpon { .. } => "acted_upon",
+            GateDecision { .. } => "gate_decision",
+            Operation::Observation(_) => "observation",
+            StopRequest { .. } => "stop_request",
+            StopResponse { .. } => "stop_response",
+            ResumeAfterStop { .. } => "resume_after_stop",
+            ControlLease { .. } => "control_lease",
+            HandBackControl { .. } => "hand_back_control",
+            Recheck { .. } => "recheck",
         }
     }
 

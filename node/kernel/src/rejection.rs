@@ -131,6 +131,28 @@ codes! {
     AlreadyHeld => "already_held",
     /// withdraw/satisfy naming no open condition.
     NoOpenCondition => "no_open_condition",
+    /// A gate kind outside the closed list.
+    UnknownGateKind => "unknown_gate_kind",
+    /// A gate's aggregation policy that cannot work (K outside 1..=N, p outside 1..=100).
+    InvalidAggregation => "invalid_aggregation",
+    /// A participant named twice.
+    DuplicateParticipant => "duplicate_participant",
+    /// Sequential: the participant's request is not open yet.
+    NotYourTurn => "not_your_turn",
+    /// The gate's deadline passed.
+    DeadlinePassed => "deadline_passed",
+    /// The participant (or stop request) already has an answer that still counts.
+    AlreadyAnswered => "already_answered",
+    /// stop_response / resume_after_stop / control_lease without a stop request that holds.
+    NoOpenStop => "no_open_stop",
+    /// stop_request while another still holds.
+    StopPending => "stop_pending",
+    /// control_lease before the executor confirmed the pause or reported a checkpoint.
+    NotPaused => "not_paused",
+    /// hand_back_control without a held control lease.
+    NoControlLease => "no_control_lease",
+    /// recheck before control was handed back.
+    NoHandBack => "no_hand_back",
 }
 
 impl fmt::Display for RejectionCode {

@@ -121,6 +121,12 @@ pub(crate) fn create(
         reopens: None,
         reopened_by: Vec::new(),
         history: vec![r.id],
+        executors: Vec::new(),
+        stop: None,
+        handover: None,
+        last_recheck: None,
+        attention: Vec::new(),
+        reworking: false,
     };
     Ok((c, Vec::new()))
 }

@@ -189,6 +189,8 @@ pub(crate) fn open(
         .filter(|p| *p != ctx.r.author)
         .collect();
     fx.push(Effect::Notify {
+        commitment: ctx.c.id.clone(),
+        record: ctx.r.id,
         to,
         about: Notification::RevokeRequested { kind },
     });
@@ -230,9 +232,9 @@ pub(crate) fn allow(
             reopening_commitment_id.clone()
         };
         ensure(
-            id != ctx.c.id,
+            id != ctx.c.id && ctx.dir.commitment(&id).is_none(),
             C::CommitmentExists,
-            "the reopening needs its own commitment id",
+            format!("the reopening commitment id {id:?} is taken"),
         )?;
         let link = ReopenLink {
             commitment: ctx.c.id.clone(),
@@ -283,6 +285,8 @@ pub(crate) fn refuse(
             .filter(|p| *p != ctx.r.author)
             .collect();
         fx.push(Effect::Notify {
+            commitment: ctx.c.id.clone(),
+            record: ctx.r.id,
             to,
             about: Notification::DisputeMarked {
                 disputed: open.record,
@@ -342,6 +346,8 @@ pub(crate) fn dispute(
         .filter(|p| *p != ctx.r.author)
         .collect();
     fx.push(Effect::Notify {
+        commitment: ctx.c.id.clone(),
+        record: ctx.r.id,
         to,
         about: Notification::DisputeMarked {
             disputed: *disputed,
@@ -434,5 +440,11 @@ fn reopening(c: &Commitment, targets: &[String], link: &ReopenLink, now: i64) ->
         reopens: Some(link.clone()),
         reopened_by: Vec::new(),
         history: vec![link.allow],
+        executors: Vec::new(),
+        stop: None,
+        handover: None,
+        last_recheck: None,
+        attention: Vec::new(),
+        reworking: false,
     }
 }

@@ -52,12 +52,14 @@ pub fn holds_role(
         Role::AssignTarget => c.assign_offer.as_ref().is_some_and(|o| o.to == *who),
         Role::ConditionOwner => on_condition(&|oc| oc.owner == *who),
         Role::ConditionAddressee => {
-            on_condition(&|oc| oc.condition.addressed_to.as_ref() == Some(who))
+            on_condition(&|oc| oc.condition.participant_list().contains(who))
         }
         Role::Executor => c
             .obligor
             .as_ref()
             .is_some_and(|o| o.organisation == who.organisation),
+        Role::LocalParty => who.organisation == access.service.organisation,
+        Role::ControlHolder => c.handover.as_ref().is_some_and(|h| h.holder == *who),
     }
 }
 
@@ -71,7 +73,7 @@ pub fn roles_of(c: &Commitment, access: &Access, who: &Party) -> Vec<Role> {
 }
 
 /// Every role.
-pub const ALL_ROLES: [Role; 17] = [
+pub const ALL_ROLES: [Role; 19] = [
     Role::Obligee,
     Role::OnBehalfOfObligee,
     Role::CandidateObligor,
@@ -89,4 +91,6 @@ pub const ALL_ROLES: [Role; 17] = [
     Role::ConditionOwner,
     Role::ConditionAddressee,
     Role::Executor,
+    Role::LocalParty,
+    Role::ControlHolder,
 ];

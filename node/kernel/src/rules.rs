@@ -56,6 +56,14 @@ pub enum RuleKey {
     ReportConsumption,
     ActedUpon,
     Admission,
+    GateDecision,
+    Observation,
+    StopRequest,
+    StopResponse,
+    ResumeAfterStop,
+    ControlLease,
+    HandBackControl,
+    Recheck,
 }
 
 impl RuleKey {
@@ -129,6 +137,10 @@ pub enum Role {
     ConditionAddressee,
     /// A party acting for the obligor's organisation (executor reports).
     Executor,
+    /// A party of this node's organisation (Access: the Work service party's organisation).
+    LocalParty,
+    /// The person holding control under a control lease.
+    ControlHolder,
 }
 
 /// The result column: a new state, or no state change.
@@ -236,6 +248,14 @@ pub const TRANSITIONS: &[(RuleKey, StateSet, Outcome)] = &[
     (K::ReportConsumption, OPEN, Stay),
     (K::ActedUpon, OPEN, Stay),
     (K::Admission, ALL, Stay),
+    (K::GateDecision, OPEN, Stay),
+    (K::Observation, OPEN, Stay),
+    (K::StopRequest, OPEN, Stay),
+    (K::StopResponse, OPEN, Stay),
+    (K::ResumeAfterStop, OPEN, Stay),
+    (K::ControlLease, OPEN, Stay),
+    (K::HandBackControl, OPEN, Stay),
+    (K::Recheck, OPEN, Stay),
 ];
 
 use Role as R;
@@ -295,7 +315,28 @@ pub const ROLES: &[(RuleKey, StateSet, &[Role])] = &[
     (K::SatisfyPrecondition, ALL, &[R::ConditionAddressee]),
     (K::ReportConsumption, ALL, &[R::Executor]),
     (K::ActedUpon, ALL, &[R::Executor]),
-    (K::Admission, ALL, &[R::WorkService]),
+    // Seed 000 names no role for admission ("Access decides"): any party of this node.
+    (K::Admission, ALL, &[R::LocalParty]),
+    (
+        K::GateDecision,
+        ALL,
+        &[R::ConditionAddressee, R::WorkService],
+    ),
+    (K::Observation, ALL, &[R::Executor]),
+    (
+        K::StopRequest,
+        ALL,
+        &[R::Accountable, R::Obligee, R::Principal],
+    ),
+    (K::StopResponse, ALL, &[R::Executor]),
+    (
+        K::ResumeAfterStop,
+        ALL,
+        &[R::Accountable, R::Obligee, R::Principal],
+    ),
+    (K::ControlLease, ALL, &[R::Accountable, R::Obligee]),
+    (K::HandBackControl, ALL, &[R::ControlHolder]),
+    (K::Recheck, ALL, &[R::Accountable, R::Obligee, R::Obligor]),
 ];
 
 /// The roles that may write a `request` (it has no from-state): "Obligee, or someone on its

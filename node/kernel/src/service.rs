@@ -8,6 +8,7 @@
 //! | accept, `implicit` | the implicit acceptance window after `state` ended with no explicit answer | the record holding the obligee's implicit acceptance terms (the commitment's origin), and the `state` |
 //! | resume | a dated deferral reached its return date (or the service names its return event) | the defer |
 //! | unclaim | the claim's lease ended and the queue says return to the pool | the record that declared the queue |
+//! | gate_decision `obsolete` | a gate was decided with participant requests still open | the gate and the answers that decided it |
 //!
 //! Implicit acceptance is never written (and rejected if written) when required evidence is
 //! missing (the criterion requires evidence and no executor act, `acted_upon`, is recorded), when
@@ -18,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::apply::Ctx;
 use crate::commitment::{Commitment, Deferral, Statement};
-use crate::record::{Operation, Party, Record, RecordId, hex_id};
+use crate::record::{GateAnswer, Operation, Party, Record, RecordId, hex_id};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
 use crate::state::{State, StateSet};
 
@@ -34,6 +35,9 @@ pub enum ServiceKind {
     Resume,
     /// unclaim
     Unclaim,
+    /// gate_decision `obsolete`: a participant request left open after the gate was decided
+    /// (seed 000, "Multi-party aggregation"); rests on the gate and the answers that decided it.
+    CloseParticipant,
 }
 
 /// A record the Work service party must write now. The node turns it into a [`Record`] authored
@@ -210,6 +214,15 @@ pub fn due_work(c: &Commitment, now: i64) -> Vec<ServiceAction> {
             named(c, items),
             Operation::Expire,
         ));
+    }
+    for (basis, participant) in crate::gates::due_closings(c, now) {
+        let op = Operation::GateDecision {
+            answer: GateAnswer::Obsolete,
+            content_digest: None,
+            participant: Some(participant),
+            reason: "decided early".into(),
+        };
+        out.push(action(ServiceKind::CloseParticipant, basis, Vec::new(), op));
     }
     out
 }

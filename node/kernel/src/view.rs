@@ -4,11 +4,14 @@
 use serde::{Deserialize, Serialize};
 
 use crate::assignment::{Assignment, assignment};
+use crate::claims::{self, contradiction};
+pub use crate::claims::{Control, Execution, Liveness};
 use crate::commitment::{
-    Commitment, Deferral, DisputeMark, HandoverOffer, NoticeMark, OpenCondition, OpenRevoke,
-    ReopenLink,
+    AnswerMark, AttentionMark, Commitment, Deferral, DisputeMark, Handover, HandoverOffer,
+    NoticeMark, OpenCondition, OpenRevoke, ReopenLink, StopState,
 };
-use crate::record::{NoticeType, Party, RecordId};
+use crate::gates::{self, GateStatus, Participation};
+use crate::record::{Budget, Condition, NoticeType, Party, RecheckOutcome, RecordId};
 use crate::revoke::other_side;
 use crate::service::{ImplicitBlock, implicit_block};
 use crate::state::State;
@@ -37,15 +40,16 @@ wire!(
         Closed => "closed",
         /// An open defer.
         Deferred => "deferred",
-        /// Request phase and nobody holds it.
+        /// Request phase; assignment pooled.
         Triage => "triage",
         /// Stated as done.
         AwaitingAcceptance => "awaiting_acceptance",
-        /// Open Condition records (including a conditional promise's precondition).
+        /// Open Condition records (including a conditional promise's precondition) whose gate is
+        /// not satisfied.
         Waiting => "waiting",
-        /// Liveness stale or unknown.
+        /// Liveness stale or unknown, or an execution that cannot be known.
         Unknown => "unknown",
-        /// Execution running.
+        /// Execution running (liveness live or not applicable), or rework after a rejection.
         Active => "active",
         /// Promised; execution not started.
         Ready => "ready",
@@ -59,64 +63,14 @@ wire!(
         Overdue => "overdue",
         /// The obligor gave an at_risk or cannot_complete notice.
         AtRisk => "at_risk",
-        /// Contradiction (needs external claims; never derived from commitment records alone).
+        /// Two claims about the same work that cannot both hold.
         Contradiction => "contradiction",
-        /// Stale executor (needs liveness claims; never derived here).
+        /// An executor missed its heartbeat interval.
         Stale => "stale",
-        /// Taken over (needs control claims; never derived here).
+        /// A person took over control (control manual or intervened).
         TakenOver => "taken_over",
         /// Stated, and no evidence recorded.
         Unevidenced => "unevidenced",
-    }
-);
-
-wire!(
-    /// The execution axis (from executor claims; here: `acted_upon` records).
-    Execution {
-        /// Not started.
-        NotStarted => "not_started",
-        /// Running.
-        Running => "running",
-        /// Paused.
-        Paused => "paused",
-        /// Completed (reported).
-        Completed => "completed",
-        /// Failed.
-        Failed => "failed",
-        /// Cancelled (reported).
-        Cancelled => "cancelled",
-        /// Unknown.
-        Unknown => "unknown",
-    }
-);
-
-wire!(
-    /// The control axis.
-    Control {
-        /// automatic
-        Automatic => "automatic",
-        /// intervened
-        Intervened => "intervened",
-        /// manual
-        Manual => "manual",
-        /// No control capability declared.
-        NotDeclared => "not_declared",
-    }
-);
-
-wire!(
-    /// The liveness axis.
-    Liveness {
-        /// live
-        Live => "live",
-        /// stale
-        Stale => "stale",
-        /// unknown
-        Unknown => "unknown",
-        /// left cleanly
-        LeftCleanly => "left_cleanly",
-        /// not applicable
-        NotApplicable => "not_applicable",
     }
 );
 
@@ -241,6 +195,63 @@ pub struct View {
     pub reopened_by: Vec<ReopenLink>,
     /// Number of records applied.
     pub records: usize,
+    /// The control lease holder, while a person holds control.
+    pub control_holder: Option<Party>,
+    /// Every Condition and gate (open or answered), with its answers and status.
+    pub gates: Vec<GateView>,
+    /// Open revoke requests with every party they are asked of.
+    pub revokes: Vec<RevokeView>,
+    /// The candidate obligors (the obligor once known).
+    pub candidates: Vec<Party>,
+    /// The principal named by the request.
+    pub principal: Option<Party>,
+    /// The budget, if the terms carry one.
+    pub budget: Option<Budget>,
+    /// The latest stop request and what followed it.
+    pub stop: Option<StopState>,
+    /// The control handover under way.
+    pub handover: Option<Handover>,
+    /// The outcome of the last handover re-check.
+    pub last_recheck: Option<RecheckOutcome>,
+    /// Attention raised for parties (a refused stop request).
+    pub attention_marks: Vec<AttentionMark>,
+}
+
+/// An open revoke request and the other side it is asked of.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevokeView {
+    /// The revoke request.
+    pub revoke: OpenRevoke,
+    /// Every party it is asked of.
+    pub asked_of: Vec<Party>,
+}
+
+/// One answer and whether it still counts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerView {
+    /// The answer.
+    pub answer: AnswerMark,
+    /// It still counts: the content it answered is the content now.
+    pub valid: bool,
+}
+
+/// A Condition or gate at `now`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateView {
+    /// The record that opened it.
+    pub record: RecordId,
+    /// Who opened it.
+    pub owner: Party,
+    /// The condition: kind, participants, aggregation, deadline.
+    pub condition: Condition,
+    /// For a precondition: the items it holds back.
+    pub precondition_items: Vec<String>,
+    /// Its status.
+    pub status: GateStatus,
+    /// Each participant's standing, in order.
+    pub participants: Vec<(Party, Participation)>,
+    /// Every answer given.
+    pub answers: Vec<AnswerView>,
 }
 
 fn push_unique(out: &mut Vec<Party>, p: &Party) {
@@ -318,6 +329,12 @@ pub fn whose_move(c: &Commitment) -> Vec<Move> {
 
 /// The summary category (seed 000 precedence: closed > deferred > triage >
 /// awaiting_acceptance > waiting > unknown > active > ready), over the open items.
+///
+/// The seed is silent on a request phase whose assignment is offered or failed_to_assign (it is
+/// not triage): it matches no row, and the kernel shows it `waiting` (on the party offered to,
+/// or the queue owner, as whose move says). Promised work whose execution is neither not
+/// started nor running (paused, stopped, completed or failed reported) also matches no row; the
+/// kernel shows it `ready` (the bottom row).
 pub fn category(c: &Commitment, now: i64) -> Category {
     if c.is_closed() {
         return Category::Closed;
@@ -333,26 +350,28 @@ pub fn category(c: &Commitment, now: i64) -> Category {
         .collect();
     let any = |s: State| open.contains(&s);
     let request_phase = any(State::Requested) || any(State::Countered);
-    if request_phase && assignment(c, now) != Assignment::Held {
+    let execution = claims::execution(c);
+    let liveness = claims::liveness(c, now);
+    if request_phase && assignment(c, now) == Assignment::Pooled {
         Category::Triage
     } else if any(State::Stated) {
         Category::AwaitingAcceptance
-    } else if !c.conditions.is_empty() || any(State::ConditionallyPromised) {
+    } else if gates::any_waiting(c, now) || any(State::ConditionallyPromised) {
         Category::Waiting
-    } else if any(State::Promised) && execution(c) == Execution::Running {
+    } else if matches!(liveness, Liveness::Stale | Liveness::Unknown)
+        || execution == Execution::Unknown
+    {
+        Category::Unknown
+    } else if any(State::Promised)
+        && ((execution == Execution::Running
+            && matches!(liveness, Liveness::Live | Liveness::NotApplicable))
+            || c.reworking)
+    {
         Category::Active
     } else if any(State::Promised) {
         Category::Ready
     } else {
-        Category::Triage
-    }
-}
-
-fn execution(c: &Commitment) -> Execution {
-    if c.evidence.is_empty() {
-        Execution::NotStarted
-    } else {
-        Execution::Running
+        Category::Waiting
     }
 }
 
@@ -380,6 +399,16 @@ pub fn flags(c: &Commitment, now: i64) -> Vec<Flag> {
     if c.items.values().any(|i| i.state == State::Stated) && c.evidence.is_empty() {
         out.push(Flag::Unevidenced);
     }
+    if contradiction(c) {
+        out.push(Flag::Contradiction);
+    }
+    if claims::liveness(c, now) == Liveness::Stale {
+        out.push(Flag::Stale);
+    }
+    if matches!(claims::control(c).0, Control::Manual | Control::Intervened) {
+        out.push(Flag::TakenOver);
+    }
+    out.sort();
     out
 }
 
@@ -410,9 +439,9 @@ pub fn view(c: &Commitment, now: i64) -> View {
         flags: flags(c, now),
         whose_move: whose_move(c),
         assignment: assignment(c, now),
-        execution: execution(c),
-        control: Control::NotDeclared,
-        liveness: Liveness::NotApplicable,
+        execution: claims::execution(c),
+        control: claims::control(c).0,
+        liveness: claims::liveness(c, now),
         obligee: c.obligee.clone(),
         obligor: c.obligor.clone(),
         acceptor: c.acceptor().clone(),
@@ -422,7 +451,12 @@ pub fn view(c: &Commitment, now: i64) -> View {
         open_revokes: c.revoke.iter().cloned().collect(),
         disputes: c.disputes.clone(),
         deferral: c.deferral.clone(),
-        open_conditions: c.conditions.clone(),
+        open_conditions: c
+            .conditions
+            .iter()
+            .filter(|oc| gates::status(c, oc, now) != GateStatus::Satisfied)
+            .cloned()
+            .collect(),
         pending_delegate: c.delegate_offer.clone(),
         pending_assign: c.assign_offer.clone(),
         version: c.version,
@@ -437,5 +471,41 @@ pub fn view(c: &Commitment, now: i64) -> View {
         reopens: c.reopens.clone(),
         reopened_by: c.reopened_by.clone(),
         records: c.history.len(),
+        control_holder: claims::control(c).1,
+        gates: c
+            .conditions
+            .iter()
+            .map(|oc| GateView {
+                record: oc.record,
+                owner: oc.owner.clone(),
+                condition: oc.condition.clone(),
+                precondition_items: oc.precondition_items.clone(),
+                status: gates::status(c, oc, now),
+                participants: gates::participation(c, oc, now),
+                answers: oc
+                    .answers
+                    .iter()
+                    .map(|a| AnswerView {
+                        answer: a.clone(),
+                        valid: gates::answer_valid(c, a),
+                    })
+                    .collect(),
+            })
+            .collect(),
+        revokes: c
+            .revoke
+            .iter()
+            .map(|r| RevokeView {
+                revoke: r.clone(),
+                asked_of: other_side(c, r.kind),
+            })
+            .collect(),
+        candidates: c.candidate_obligors(),
+        principal: c.principal.clone(),
+        budget: c.terms.budget.clone(),
+        stop: c.stop.clone(),
+        handover: c.handover.clone(),
+        last_recheck: c.last_recheck.map(|(_, o)| o),
+        attention_marks: c.attention.clone(),
     }
 }

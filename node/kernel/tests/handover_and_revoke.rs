@@ -168,7 +168,7 @@ fn revoke_request_allowed_withdraws_refused_continues() {
         },
     );
     assert!(
-        matches!(&w.effects[..], [Effect::Notify { to, about: Notification::RevokeRequested { kind: RevokeKind::Request } }] if *to == vec![Cast::c()])
+        matches!(&w.effects[..], [Effect::Notify { to, about: Notification::RevokeRequested { kind: RevokeKind::Request }, .. }] if *to == vec![Cast::c()])
     );
     let v = w.view();
     assert_eq!(v.open_revokes.len(), 1);

@@ -52,6 +52,7 @@ fn whose_move_rows() {
     let cond = Condition {
         description: "deposit".into(),
         addressed_to: Some(Cast::w()),
+        ..Condition::default()
     };
     let pc = w.ok(
         &Cast::c(),
@@ -103,6 +104,7 @@ fn withdrawing_the_precondition_makes_the_promise_unconditional() {
     let cond = Condition {
         description: "deposit".into(),
         addressed_to: Some(Cast::w()),
+        ..Condition::default()
     };
     let pc = w.ok(
         &Cast::c(),
@@ -134,6 +136,7 @@ fn conditions_make_the_category_waiting() {
             condition: Condition {
                 description: "site access".into(),
                 addressed_to: Some(Cast::w()),
+                ..Condition::default()
             },
         },
     );
@@ -147,6 +150,9 @@ fn conditions_make_the_category_waiting() {
             act: "started".into(),
         },
     );
+    // acted_upon alone does not stand in for "running" (issue 11): an executor's claim does.
+    assert_eq!(w.view().category, Category::Ready);
+    w.ok(&Cast::e(), observe(ExecutionReport::Running, Some(60_000)));
     assert_eq!(w.view().category, Category::Active);
 }
 

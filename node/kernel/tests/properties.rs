@@ -25,7 +25,7 @@ struct Step {
 /// Operations drawn more often: the non-terminal ones (terminal ones end a run quickly).
 const COMMON: &[u8] = &[
     0, 1, 3, 4, 5, 6, 7, 8, 9, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-    32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44,
+    32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 47, 48, 49, 50, 51, 52, 53, 54,
 ];
 
 fn step() -> impl Strategy<Value = Step> {
@@ -41,10 +41,10 @@ fn step() -> impl Strategy<Value = Step> {
         .prop_map(|(author, plausible, op, items, basis, dt, tick)| Step {
             author,
             plausible,
-            op: if op < 48 {
+            op: if op < 56 {
                 op
             } else {
-                COMMON[(op as usize - 48) % COMMON.len()]
+                COMMON[(op as usize - 56) % COMMON.len()]
             },
             items,
             basis,
@@ -123,6 +123,29 @@ fn plausible(n: u8, c: &Commitment) -> (Vec<Party>, Vec<RecordId>) {
         41 => (vec![Cast::w()], one(c.conditions.last().map(|x| x.record))),
         42 | 43 => (vec![Cast::e(), obligor], one(c.history.last().copied())),
         44 => (vec![Cast::s()], one(c.history.first().copied())),
+        47 => {
+            let g = c.conditions.iter().find(|x| !x.is_precondition());
+            (
+                g.map(|x| x.condition.participant_list())
+                    .unwrap_or_default(),
+                one(g.map(|x| x.record)),
+            )
+        }
+        48 => (vec![Cast::e(), obligor], vec![]),
+        49 => (vec![Cast::x(), Cast::o()], vec![]),
+        50 => (
+            vec![Cast::e(), obligor],
+            one(c.stop.as_ref().map(|x| x.record)),
+        ),
+        51 | 52 => (
+            vec![Cast::x(), Cast::o()],
+            one(c.stop.as_ref().map(|x| x.record)),
+        ),
+        53 => (
+            c.handover.iter().map(|h| h.holder.clone()).collect(),
+            one(c.handover.as_ref().map(|h| h.lease)),
+        ),
+        54 => (vec![Cast::x(), obligor], vec![]),
         _ => (vec![], vec![]),
     }
 }
@@ -181,6 +204,7 @@ fn op_for(n: u8, c: &Commitment, basis: &[RecordId], now: i64) -> Operation {
     let cond = || Condition {
         description: "c".into(),
         addressed_to: Some(Cast::w()),
+        ..Condition::default()
     };
     let r = || "r".to_string();
     let t = |title: &str| Terms {
@@ -268,6 +292,7 @@ fn op_for(n: u8, c: &Commitment, basis: &[RecordId], now: i64) -> Operation {
         27 => O::Amend {
             supersedes: any,
             terms: Some(t("amended")),
+            participants: vec![],
         },
         28 => O::Notice {
             notice_type: NoticeType::AtRisk,
@@ -323,6 +348,46 @@ fn op_for(n: u8, c: &Commitment, basis: &[RecordId], now: i64) -> Operation {
         },
         46 => O::Counter {
             terms: Some(t("same")),
+        },
+        47 => O::GateDecision {
+            answer: if now % 3 == 0 {
+                GateAnswer::Reject
+            } else {
+                GateAnswer::Accept
+            },
+            content_digest: Some(c.terms_version),
+            participant: None,
+            reason: String::new(),
+        },
+        48 => O::Observation(Box::new(Observation {
+            execution: ExecutionReport::from_wire((now % 8) as i32),
+            heartbeat_interval_ms: Some(50),
+            checkpoint: if now % 2 == 0 {
+                "ck".into()
+            } else {
+                String::new()
+            },
+            ..Observation::default()
+        })),
+        49 => O::StopRequest {
+            mode: StopMode::from_wire((now % 3) as i32 + 1),
+            reason: r(),
+        },
+        50 => O::StopResponse {
+            answer: StopAnswer::from_wire((now % 3) as i32 + 1),
+            reason: r(),
+        },
+        51 => O::ControlLease {
+            holder: Some(Cast::x()),
+            until: None,
+        },
+        52 => O::ResumeAfterStop { reason: r() },
+        53 => O::HandBackControl {
+            handoff_note: "note".into(),
+        },
+        54 => O::Recheck {
+            outcome: RecheckOutcome::from_wire((now % 2) as i32 + 1),
+            note: String::new(),
         },
         _ => O::Request(Box::new(basic_request())),
     }

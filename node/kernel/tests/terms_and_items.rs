@@ -195,6 +195,7 @@ fn counter_rounds_and_the_current_counter_digest() {
         Operation::Amend {
             supersedes: None,
             terms: Some(terms("v5")),
+            participants: vec![],
         },
         RC::MissingSupersedes,
     );
@@ -203,6 +204,7 @@ fn counter_rounds_and_the_current_counter_digest() {
         Operation::Amend {
             supersedes: Some(o1),
             terms: Some(terms("v5")),
+            participants: vec![],
         },
         RC::StaleVersion,
     );
@@ -211,6 +213,7 @@ fn counter_rounds_and_the_current_counter_digest() {
         Operation::Amend {
             supersedes: Some(c2),
             terms: Some(terms_items("v5", &["new"])),
+            participants: vec![],
         },
         RC::ItemSetChanged,
     );
@@ -219,6 +222,7 @@ fn counter_rounds_and_the_current_counter_digest() {
         Operation::Amend {
             supersedes: Some(c2),
             terms: Some(terms("v5")),
+            participants: vec![],
         },
     );
     assert_eq!(w.view().terms_version, a1);
@@ -248,6 +252,7 @@ fn required_contents() {
     let no_cond = Condition {
         description: String::new(),
         addressed_to: None,
+        ..Condition::default()
     };
     w.err(
         &Cast::c(),
@@ -260,6 +265,7 @@ fn required_contents() {
     let cond = Condition {
         description: "x".into(),
         addressed_to: Some(Cast::w()),
+        ..Condition::default()
     };
     w.err(
         &Cast::c(),
@@ -379,7 +385,7 @@ fn required_contents() {
     assert!(w.view().flags.contains(&Flag::AtRisk));
     assert_eq!(w.view().attention.len(), 1);
     assert!(
-        matches!(&w.effects[..], [Effect::Notify { about: Notification::Notice { .. }, to }] if to.contains(&Cast::o()))
+        matches!(&w.effects[..], [Effect::Notify { about: Notification::Notice { .. }, to, .. }] if to.contains(&Cast::o()))
     );
     w.ok(
         &Cast::d(),
@@ -389,7 +395,7 @@ fn required_contents() {
     );
     assert_eq!(w.state(), Some(State::ClosedAdministratively));
     assert!(
-        matches!(&w.effects[..], [Effect::Notify { about: Notification::AdministrativelyClosed { .. }, to }] if to.contains(&Cast::c()) && to.contains(&Cast::o()))
+        matches!(&w.effects[..], [Effect::Notify { about: Notification::AdministrativelyClosed { .. }, to, .. }] if to.contains(&Cast::c()) && to.contains(&Cast::o()))
     );
 }
 

@@ -329,3 +329,51 @@ pub fn accept_op() -> Operation {
 pub fn reason(s: &str) -> String {
     s.to_string()
 }
+
+/// An observation claim reporting `execution`, declaring `heartbeat_ms`.
+pub fn observe(execution: ExecutionReport, heartbeat_ms: Option<i64>) -> Operation {
+    Operation::Observation(Box::new(Observation {
+        execution,
+        heartbeat_interval_ms: heartbeat_ms,
+        ..Observation::default()
+    }))
+}
+
+/// A gate of `kind` addressed to `participants` with `aggregation`.
+pub fn gate(kind: GateKind, participants: &[Party], aggregation: Aggregation) -> Operation {
+    Operation::OpenCondition {
+        condition: Condition {
+            description: format!("{} gate", kind.wire_name().unwrap_or("plain")),
+            addressed_to: None,
+            kind,
+            deadline: None,
+            participants: participants.to_vec(),
+            aggregation,
+        },
+    }
+}
+
+/// An aggregation rule without modifiers.
+pub fn rule(rule: AggregationRule) -> Aggregation {
+    Aggregation {
+        rule,
+        ..Aggregation::default()
+    }
+}
+
+/// A participant's answer on the terms version `digest`.
+pub fn answer(a: GateAnswer, digest: RecordId) -> Operation {
+    Operation::GateDecision {
+        answer: a,
+        content_digest: Some(digest),
+        participant: None,
+        reason: String::new(),
+    }
+}
+
+/// A promised commitment (O requests of C, C promises).
+pub fn promised() -> World {
+    let (mut w, _) = world_with(basic_request());
+    w.ok(&Cast::c(), Operation::Promise);
+    w
+}

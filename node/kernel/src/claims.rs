@@ -1,0 +1,288 @@
+//! Executor claims and the three axes they drive (seed 000, "Other state axes": "Execution,
+//! control and liveness come from executor or external Claims. 'Stopped' appears on the
+//! execution axis only when the executor confirms it").
+//!
+//! * An `observation` is authored by the executor (a party of the obligor's organisation); each
+//!   one is a heartbeat. An executor may declare a heartbeat interval: liveness is `stale` once
+//!   `now` is later than its last heartbeat plus that interval — derived from `now`, no record.
+//! * Execution is the latest execution claimed, except while a stop holds: then it is `stopped`
+//!   (or `paused` for a pause) only once the executor confirmed it after the request, and
+//!   `unknown` until then. An external state the executor cannot map makes execution `unknown`.
+//! * Control is manual (with the holder) while a control lease is held, intervened after control
+//!   was handed back until the re-check, otherwise the latest control claimed, or not declared.
+
+use serde::{Deserialize, Serialize};
+
+use crate::apply::Ctx;
+use crate::commitment::{Commitment, ExecutorState, HandoverPhase};
+use crate::record::{ControlReport, ExecutionReport, Operation, Party, StopMode};
+use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
+
+macro_rules! axis {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $v:ident => $w:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($(#[$vdoc])* $v,)+ }
+        impl $name {
+            /// Every value, in the seed's order.
+            pub const ALL: &'static [$name] = &[$($name::$v),+];
+            /// The wire name.
+            pub const fn wire_name(self) -> &'static str {
+                match self { $($name::$v => $w,)+ }
+            }
+        }
+    };
+}
+
+axis!(
+    /// The execution axis.
+    Execution {
+        /// Not started.
+        NotStarted => "not_started",
+        /// Running.
+        Running => "running",
+        /// Paused.
+        Paused => "paused",
+        /// Completed (reported).
+        Completed => "completed_reported",
+        /// Failed.
+        Failed => "failed",
+        /// Cancelled (reported).
+        Cancelled => "cancelled_reported",
+        /// Unknown.
+        Unknown => "unknown",
+        /// Stopped: only when the executor confirmed a stop.
+        Stopped => "stopped",
+    }
+);
+
+axis!(
+    /// The control axis.
+    Control {
+        /// automatic
+        Automatic => "automatic",
+        /// intervened
+        Intervened => "intervened",
+        /// manual
+        Manual => "manual",
+        /// No control capability declared.
+        NotDeclared => "not_declared",
+    }
+);
+
+axis!(
+    /// The liveness axis.
+    Liveness {
+        /// live
+        Live => "live",
+        /// stale
+        Stale => "stale",
+        /// unknown
+        Unknown => "unknown",
+        /// left cleanly
+        LeftCleanly => "left_cleanly",
+        /// not applicable
+        NotApplicable => "not_applicable",
+    }
+);
+
+fn mapped(r: ExecutionReport) -> Execution {
+    match r {
+        ExecutionReport::NotStarted => Execution::NotStarted,
+        ExecutionReport::Running => Execution::Running,
+        ExecutionReport::Paused => Execution::Paused,
+        ExecutionReport::Completed => Execution::Completed,
+        ExecutionReport::Failed => Execution::Failed,
+        ExecutionReport::Cancelled => Execution::Cancelled,
+        ExecutionReport::Stopped => Execution::Stopped,
+        ExecutionReport::Unspecified | ExecutionReport::Unknown(_) => Execution::Unknown,
+    }
+}
+
+/// observation: records the executor's claim (its author is the executor).
+pub(crate) fn observe(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection> {
+    let Operation::Observation(o) = &ctx.r.op else {
+        unreachable!()
+    };
+    if let ExecutionReport::Unknown(n) = o.execution {
+        return reject(C::Malformed, format!("execution {n}"));
+    }
+    if let ControlReport::Unknown(n) = o.control {
+        return reject(C::Malformed, format!("control {n}"));
+    }
+    ensure(
+        o.heartbeat_interval_ms.is_none_or(|i| i > 0),
+        C::Malformed,
+        "the heartbeat interval must be positive",
+    )?;
+    let seq = ctx.c.history.len();
+    let author = &ctx.r.author;
+    let idx = match next.executors.iter().position(|e| e.executor == *author) {
+        Some(i) => i,
+        None => {
+            next.executors.push(ExecutorState {
+                executor: author.clone(),
+                last_record: ctx.r.id,
+                last_seen: ctx.now,
+                heartbeat_interval_ms: None,
+                execution: None,
+                control: None,
+                left_cleanly: false,
+                unmapped_state: None,
+                checkpoint: None,
+                seq,
+            });
+            next.executors.len() - 1
+        }
+    };
+    let e = &mut next.executors[idx];
+    e.last_record = ctx.r.id;
+    e.last_seen = ctx.now;
+    e.seq = seq;
+    e.left_cleanly = o.left_cleanly;
+    if o.heartbeat_interval_ms.is_some() {
+        e.heartbeat_interval_ms = o.heartbeat_interval_ms;
+    }
+    if o.execution != ExecutionReport::Unspecified {
+        e.execution = Some((o.execution, ctx.r.id, seq));
+        e.unmapped_state = None;
+    } else if !o.external_state.trim().is_empty() {
+        e.unmapped_state = Some(o.external_state.clone());
+    }
+    if o.control != ControlReport::Unspecified {
+        e.control = Some(o.control);
+    }
+    if !o.checkpoint.trim().is_empty() {
+        e.checkpoint = Some((o.checkpoint.clone(), ctx.r.id, seq));
+    }
+    // The executor's confirmation of the stop that holds (seed 000, "Stop requests").
+    if let Some(st) = next.stop.as_mut().filter(|s| s.in_effect())
+        && st.confirmed.is_none()
+        && (o.execution == ExecutionReport::Stopped
+            || (st.mode == StopMode::Pause && o.execution == ExecutionReport::Paused))
+    {
+        st.confirmed = Some((ctx.r.id, seq));
+    }
+    Ok(())
+}
+
+/// The latest execution claim across executors (by record order).
+fn latest(c: &Commitment) -> Option<(ExecutionReport, usize)> {
+    c.executors
+        .iter()
+        .filter_map(|e| e.execution.map(|(r, _, seq)| (r, seq)))
+        .max_by_key(|(_, seq)| *seq)
+}
+
+/// Whether an executor confirmed the stop: it claimed `stopped` (or `paused`, for a pause)
+/// after the stop request.
+pub fn stop_confirmed(c: &Commitment) -> bool {
+    c.stop.as_ref().is_some_and(|st| st.confirmed.is_some())
+}
+
+/// Whether a checkpoint was reported after the stop request.
+pub fn checkpoint_since_stop(c: &Commitment) -> bool {
+    let Some(st) = &c.stop else { return false };
+    c.executors.iter().any(|e| {
+        e.checkpoint
+            .as_ref()
+            .is_some_and(|(_, _, seq)| *seq > st.seq)
+    })
+}
+
+/// Work claimed running after a confirmed stop that was never resumed: two claims that cannot
+/// both hold.
+fn running_after_stop(c: &Commitment) -> bool {
+    let Some((_, confirmed_at)) = c
+        .stop
+        .as_ref()
+        .filter(|s| s.in_effect())
+        .and_then(|s| s.confirmed)
+    else {
+        return false;
+    };
+    latest(c).is_some_and(|(r, seq)| r == ExecutionReport::Running && seq > confirmed_at)
+}
+
+/// The execution axis.
+pub fn execution(c: &Commitment) -> Execution {
+    if contradiction(c) {
+        return Execution::Unknown;
+    }
+    if let Some(st) = c.stop.as_ref().filter(|s| s.in_effect()) {
+        if !stop_confirmed(c) {
+            return Execution::Unknown;
+        }
+        return if st.mode == StopMode::Pause
+            && latest(c).is_some_and(|(r, _)| r == ExecutionReport::Paused)
+        {
+            Execution::Paused
+        } else {
+            Execution::Stopped
+        };
+    }
+    if c.executors.iter().any(|e| e.unmapped_state.is_some()) {
+        return Execution::Unknown;
+    }
+    latest(c).map_or(Execution::NotStarted, |(r, _)| mapped(r))
+}
+
+/// Two executors' latest execution claims about the same work disagree, or work was claimed
+/// running after a confirmed stop.
+pub fn contradiction(c: &Commitment) -> bool {
+    let claims: Vec<ExecutionReport> = c
+        .executors
+        .iter()
+        .filter(|e| !e.left_cleanly)
+        .filter_map(|e| e.execution.map(|(r, _, _)| r))
+        .collect();
+    let disagree = claims.windows(2).any(|w| w[0] != w[1]);
+    disagree || running_after_stop(c)
+}
+
+/// The control axis and the control lease holder.
+pub fn control(c: &Commitment) -> (Control, Option<Party>) {
+    if let Some(h) = &c.handover {
+        return match h.phase {
+            HandoverPhase::Leased => (Control::Manual, Some(h.holder.clone())),
+            HandoverPhase::HandedBack => (Control::Intervened, None),
+        };
+    }
+    let last = c
+        .executors
+        .iter()
+        .filter(|e| e.control.is_some())
+        .max_by_key(|e| e.seq)
+        .and_then(|e| e.control);
+    match last {
+        Some(ControlReport::Automatic) => (Control::Automatic, None),
+        Some(ControlReport::Intervened) => (Control::Intervened, None),
+        Some(ControlReport::Manual) => (Control::Manual, None),
+        _ => (Control::NotDeclared, None),
+    }
+}
+
+/// The liveness axis at `now`: not applicable without executors; otherwise stale if any
+/// executor that has not left missed its heartbeat interval, unknown if one declared none,
+/// left cleanly if all left, else live.
+pub fn liveness(c: &Commitment, now: i64) -> Liveness {
+    if c.executors.is_empty() {
+        return Liveness::NotApplicable;
+    }
+    let present: Vec<&ExecutorState> = c.executors.iter().filter(|e| !e.left_cleanly).collect();
+    if present.is_empty() {
+        return Liveness::LeftCleanly;
+    }
+    let stale = present.iter().any(|e| {
+        e.heartbeat_interval_ms
+            .is_some_and(|i| now > e.last_seen.saturating_add(i))
+    });
+    if stale {
+        Liveness::Stale
+    } else if present.iter().any(|e| e.heartbeat_interval_ms.is_none()) {
+        Liveness::Unknown
+    } else {
+        Liveness::Live
+    }
+}
