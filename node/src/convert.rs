@@ -165,6 +165,20 @@ fn check_party(field: &str, p: &Option<pb::PartyRef>) -> R<()> {
     crate::ident::name(&p.name).map_err(|r| Error::invalid(format!("{field}.name"), r))
 }
 
+/// A gate's addressee and participants (issue 11's gates may name other organisations' parties).
+fn check_condition(field: &str, c: &Option<pb::Condition>) -> R<()> {
+    let Some(c) = c else { return Ok(()) };
+    check_party(&format!("{field}.addressed_to"), &c.addressed_to)?;
+    check_parties(&format!("{field}.participants"), &c.participants)
+}
+
+fn check_parties(field: &str, list: &[pb::PartyRef]) -> R<()> {
+    for (i, p) in list.iter().enumerate() {
+        check_party(&format!("{field}[{i}]"), &Some(p.clone()))?;
+    }
+    Ok(())
+}
+
 fn check_id(field: &str, s: &str) -> R<()> {
     crate::ident::id(s).map_err(|r| Error::invalid(field, r))
 }
@@ -213,19 +227,18 @@ pub fn check_idents(r: &pb::Record) -> R<()> {
             check_terms(&f("request.terms"), &q.terms)?;
         }
         Op::PromiseConditional(p) => {
-            check_party(
-                &f("promise_conditional.condition.addressed_to"),
-                &p.condition.as_ref().and_then(|c| c.addressed_to.clone()),
-            )?;
+            check_condition(&f("promise_conditional.condition"), &p.condition)?;
         }
-        Op::OpenCondition(o) => {
-            check_party(
-                &f("open_condition.condition.addressed_to"),
-                &o.condition.as_ref().and_then(|c| c.addressed_to.clone()),
-            )?;
-        }
+        Op::OpenCondition(o) => check_condition(&f("open_condition.condition"), &o.condition)?,
         Op::Counter(c) => check_terms(&f("counter.terms"), &c.terms)?,
-        Op::Amend(a) => check_terms(&f("amend.terms"), &a.terms)?,
+        Op::Amend(a) => {
+            check_terms(&f("amend.terms"), &a.terms)?;
+            for (i, g) in a.participants.iter().enumerate() {
+                check_parties(&f(&format!("amend.participants[{i}].participants")), &g.participants)?;
+            }
+        }
+        Op::GateDecision(g) => check_party(&f("gate_decision.participant"), &g.participant)?,
+        Op::ControlLease(c) => check_party(&f("control_lease.holder"), &c.holder)?,
         Op::Delegate(d) => {
             if let Some(pb::delegate::Step::Offer(o)) = &d.step {
                 check_party(&f("delegate.offer.to"), &o.to)?;

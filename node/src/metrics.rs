@@ -41,6 +41,7 @@ pub struct Metrics {
     refusals: IntCounterVec,
     quarantine_size: IntGauge,
     tls_handshake_failures: IntCounterVec,
+    connections_closed: IntCounterVec,
     /// Unix ms when the checkpointer last found the latest checkpoint covering the whole ledger
     /// (0 = not yet since start).
     checkpoint_current_at: Arc<AtomicI64>,
@@ -173,6 +174,12 @@ impl Metrics {
              refused us).",
             &["side"],
         );
+        let connections_closed = counter_vec(
+            "accord_connections_closed_total",
+            "Connections the listener closed itself, by reason (max_connections: over \
+             `limits.max_connections`; timeout: no HTTP/2 preface in time, or idle).",
+            &["reason"],
+        );
         Metrics {
             registry,
             appends,
@@ -192,6 +199,7 @@ impl Metrics {
             refusals,
             quarantine_size,
             tls_handshake_failures,
+            connections_closed,
             checkpoint_current_at: Arc::new(AtomicI64::new(0)),
             started: Instant::now(),
         }
@@ -302,11 +310,34 @@ pub fn gather(node: &Node) -> Result<String, crate::Error> {
             .set(i64::from(p.enabled()));
     }
     m.quarantine_size.set(fed.quarantine.list()?.len() as i64);
+    // The listener counts in `tls::ListenerStats` (it runs before any service and knows no
+    // registry); the counters here catch up with it at each scrape.
+    let stats = &node.listener_stats;
+    catch_up(
+        &m.tls_handshake_failures.with_label_values(&["server"]),
+        stats.refused_handshakes.load(Ordering::Relaxed),
+    );
+    catch_up(
+        &m.connections_closed.with_label_values(&["max_connections"]),
+        stats.refused_connections.load(Ordering::Relaxed),
+    );
+    catch_up(
+        &m.connections_closed.with_label_values(&["timeout"]),
+        stats.timed_out.load(Ordering::Relaxed),
+    );
     let mut out = Vec::new();
     TextEncoder::new()
         .encode(&m.registry.gather(), &mut out)
         .map_err(|e| crate::Error::Internal(format!("metrics: {e}")))?;
     String::from_utf8(out).map_err(|e| crate::Error::Internal(format!("metrics: {e}")))
+}
+
+/// Raises a counter to `total` (never lowers it).
+fn catch_up(c: &prometheus::IntCounter, total: u64) {
+    let cur = c.get();
+    if total > cur {
+        c.inc_by(total - cur);
+    }
 }
 
 /// Serves `GET /metrics` (Prometheus text format 0.0.4) on `listener` until `shutdown`.

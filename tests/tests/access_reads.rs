@@ -566,11 +566,14 @@ async fn list_streams_are_capped_and_freed() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn many_unread_list_streams_keep_memory_bounded() {
-    // The cap is set above the number of streams, so that each one is really open.
+    // The caps (node-wide and per connection) are set above the number of streams, so that each
+    // one is really open: this measures what an open, unread stream costs.
     let node = TestNode::builder("acme")
         .party("alice")
         .party("bob")
-        .config(|t, _| t.push_str("\n[limits]\nlist_streams = 4096\n"))
+        .config(|t, _| {
+            t.push_str("\n[limits]\nlist_streams = 4096\nmax_streams_per_connection = 4096\n")
+        })
         .start()
         .await
         .unwrap();

@@ -66,6 +66,10 @@ fn handover_targets_and_condition_addressees_are_participants() {
             condition: Condition {
                 description: "deposit".into(),
                 addressed_to: Some(Cast::y()),
+                kind: Default::default(),
+                deadline: None,
+                participants: Vec::new(),
+                aggregation: Default::default(),
             },
         },
     );

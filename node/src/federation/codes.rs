@@ -70,6 +70,8 @@ pub const ADMISSION_CODES: &[&str] = &[
     QUARANTINE_TIMEOUT,
     OPERATOR,
     INVALID_OPERATION,
+    UNPROVEN,
+    KEY_NOT_FOR_AUTHOR,
 ];
 
 /// The closed list of envelope refusal codes (the whole envelope, PERMISSION_DENIED); an
@@ -79,6 +81,10 @@ pub const REFUSAL_CODES: &[&str] = &[
     PEER_DISABLED,
     WRONG_TLS_IDENTITY,
     WRONG_RECEIVER,
+    NOT_NODE_KEY,
+    BAD_LOG_PROOF,
+    LOG_INCONSISTENT,
+    TOO_MANY_REJECTIONS,
 ];
 
 /// One admission decision (seed 000, "Federation admission").
