@@ -234,7 +234,10 @@ pub fn check_idents(r: &pb::Record) -> R<()> {
         Op::Amend(a) => {
             check_terms(&f("amend.terms"), &a.terms)?;
             for (i, g) in a.participants.iter().enumerate() {
-                check_parties(&f(&format!("amend.participants[{i}].participants")), &g.participants)?;
+                check_parties(
+                    &f(&format!("amend.participants[{i}].participants")),
+                    &g.participants,
+                )?;
             }
         }
         Op::GateDecision(g) => check_party(&f("gate_decision.participant"), &g.participant)?,

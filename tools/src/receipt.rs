@@ -184,7 +184,12 @@ pub async fn fetch(a: FetchArgs, out: crate::output::Output) -> Result<()> {
                 record_id: id.clone().into(),
             })
             .await
-            .map_err(|s| crate::hints::status_error(&s, "--token-file <node dir>/admin.token or a party token that may read the record"))?
+            .map_err(|s| {
+                crate::hints::status_error(
+                    &s,
+                    "--token-file <node dir>/admin.token or a party token that may read the record",
+                )
+            })?
             .into_inner();
         let found = d
             .peers

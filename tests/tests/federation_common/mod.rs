@@ -265,6 +265,27 @@ impl AsPeer {
         sign_envelope(key, &env)
     }
 
+    /// An envelope without a log proof (records in it are quarantined `unproven` unless
+    /// something else decides them first). Unlike [`AsPeer::envelope`], it leaves the
+    /// receiver's view of the peer's real log alone, so a test can mix it with real delivery.
+    #[allow(dead_code)]
+    pub fn envelope_unproven(
+        &self,
+        receiver: &str,
+        records: Vec<SignedRecord>,
+        sent_at: i64,
+    ) -> Signed {
+        let env = Envelope {
+            sender: self.name.clone(),
+            receiver: receiver.into(),
+            first_sequence: 0,
+            sent_at_unix_ms: sent_at,
+            records,
+            log_proof: None,
+        };
+        sign_envelope(&self.key, &env)
+    }
+
     pub fn envelope(&self, receiver: &str, records: Vec<SignedRecord>, sent_at: i64) -> Signed {
         self.envelope_by(&self.key, &self.name, receiver, records, sent_at)
     }
