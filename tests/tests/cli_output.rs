@@ -315,3 +315,52 @@ async fn tables_by_default_completions_and_errors_that_say_what_to_do() {
     assert_eq!(code, 1);
     assert!(err.contains("--ca"), "{err}");
 }
+
+/// The record-path benchmarks answer one JSON document with their figure, the Ed25519
+/// batch-verification limit measured in the same run and the ratio between them (BENCHMARKS.md
+/// records these). Small runs: this checks the shape and consistency, not the speed.
+#[test]
+fn benchmarks_answer_json_with_their_limit() {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let fed = json(s(&[
+        "bench",
+        "federation",
+        "--records",
+        "200",
+        "--clients",
+        "4",
+        "--latency-records",
+        "20",
+        "--output",
+        "json",
+    ]));
+    assert_eq!(fed["bench"], "federation");
+    assert_eq!(fed["records"], 200);
+    let rate = fed["federated_per_s"].as_f64().unwrap();
+    let limit = fed["limit"]["per_s"].as_f64().unwrap();
+    assert!(rate > 0.0 && limit > 0.0, "{fed}");
+    let ratio = fed["ratio_to_limit"].as_f64().unwrap();
+    assert!((ratio - rate / limit).abs() < 1e-9, "{fed}");
+    assert_eq!(fed["latency"]["records"], 20);
+
+    let app = json(s(&[
+        "bench",
+        "append",
+        "--records",
+        "400",
+        "--clients",
+        "4",
+        "--connections",
+        "2",
+        "--latency-secs",
+        "1",
+        "--output",
+        "json",
+    ]));
+    assert_eq!(app["bench"], "append");
+    let rate = app["appends_per_s"].as_f64().unwrap();
+    let limit = app["limit"]["per_s"].as_f64().unwrap();
+    assert!(rate > 0.0 && limit > 0.0, "{app}");
+    assert!((app["ratio_to_limit"].as_f64().unwrap() - rate / limit).abs() < 1e-9);
+    assert!(app["half_load"]["records"].as_u64().unwrap() > 0, "{app}");
+}

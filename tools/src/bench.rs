@@ -96,7 +96,7 @@ pub fn ed25519_batch_rate(threads: usize, msg_size: usize) -> f64 {
 
 /// `accordctl bench append`: recorded appends per second of signed 1 KiB records from many
 /// concurrent clients (group commit), then p50/p99 latency at half that load.
-pub async fn append(a: AppendArgs) -> Result<()> {
+pub async fn append(a: AppendArgs, out: crate::output::Output) -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let node = InProcNode::start(tmp.path(), "bench", &["alice"], |_| {}).await?;
     let alice = node.party("alice")?;
@@ -104,7 +104,7 @@ pub async fn append(a: AppendArgs) -> Result<()> {
     for _ in 0..a.connections.max(1) {
         chans.push(node.channel().await?);
     }
-    println!("signing {} records of ~{} bytes ...", a.records, a.size);
+    eprintln!("signing {} records of ~{} bytes ...", a.records, a.size);
     let recs = Arc::new(sign_all(&alice, 0, a.records, a.size));
     let next = Arc::new(AtomicUsize::new(0));
     let progress = crate::output::bar(a.records as u64, "appending (full load)");
@@ -180,6 +180,25 @@ pub async fn append(a: AppendArgs) -> Result<()> {
         .map(|n| n.get())
         .unwrap_or(1);
     let verify = ed25519_batch_rate(cores, a.size);
+    if out == crate::output::Output::Json {
+        crate::output::json(&serde_json::json!({
+            "bench": "append",
+            "clients": a.clients,
+            "records": a.records,
+            "record_bytes": a.size,
+            "connections": a.connections,
+            "appends_per_s": rate,
+            "limit": {"what": "Ed25519 verify_batch/s", "cores": cores, "per_s": verify},
+            "ratio_to_limit": rate / verify,
+            "full_load_latency_ms": {"p50": ms(hist.value_at_quantile(0.5)), "p99": ms(hist.value_at_quantile(0.99))},
+            "half_load": {
+                "offered_per_s": half,
+                "records": lat.len(),
+                "latency_ms": {"p50": ms(lat.value_at_quantile(0.5)), "p99": ms(lat.value_at_quantile(0.99))},
+            },
+        }));
+        return Ok(());
+    }
     println!();
     println!(
         "accordctl bench append — {} clients, {} records of ~{} B, {} connections",

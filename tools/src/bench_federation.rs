@@ -98,7 +98,7 @@ async fn ledger_size(c: &mut AdminServiceClient<Channel>, node: &InProcNode) -> 
 }
 
 /// `accordctl bench federation`.
-pub async fn run(a: FederationArgs) -> Result<()> {
+pub async fn run(a: FederationArgs, out: crate::output::Output) -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let tune = |t: &mut String| {
         t.push_str(
@@ -132,7 +132,7 @@ pub async fn run(a: FederationArgs) -> Result<()> {
     // Throughput: N records submitted at A by many clients; done when A's outbox for B is
     // empty (every envelope answered with receipts, stored at A) and B holds each record and its
     // admission declaration.
-    println!("signing {} records of ~{} bytes ...", a.records, a.size);
+    eprintln!("signing {} records of ~{} bytes ...", a.records, a.size);
     let recs: Arc<Vec<SignedRecord>> = Arc::new(
         (0..a.records)
             .map(|i| signing::sign_record(&alice, &record(i, a.size)))
@@ -260,6 +260,26 @@ pub async fn run(a: FederationArgs) -> Result<()> {
     nb.stop().await?;
 
     let verify = crate::bench::ed25519_batch_rate(1, a.size);
+    if out == crate::output::Output::Json {
+        let q = |x: f64| hist.value_at_quantile(x) as f64 / 1000.0;
+        crate::output::json(&serde_json::json!({
+            "bench": "federation",
+            "records": a.records,
+            "record_bytes": a.size,
+            "clients": a.clients,
+            "federated_per_s": rate,
+            "seconds": secs,
+            "submit_seconds": submitted.as_secs_f64(),
+            "limit": {"what": "Ed25519 verify_batch/s", "cores": 1, "per_s": verify},
+            "ratio_to_limit": rate / verify,
+            "latency": {
+                "offered_per_s": offered,
+                "records": hist.len(),
+                "submit_to_admitted_ms": {"p50": q(0.5), "p99": q(0.99)},
+            },
+        }));
+        return Ok(());
+    }
     println!();
     println!(
         "accordctl bench federation — A→B, {} records of ~{} B, {} clients at A",

@@ -102,10 +102,10 @@ fn main() -> ExitCode {
     let r = rt.block_on(async {
         match cmd {
             Cmd::Demo => demo::run().await,
-            Cmd::Bench(BenchCmd::Append(a)) => bench::append(a).await,
+            Cmd::Bench(BenchCmd::Append(a)) => bench::append(a, out).await,
             Cmd::Bench(BenchCmd::Log(a)) => bench_log::run(a).await,
             Cmd::Bench(BenchCmd::Witness(a)) => bench_witness::run(a).await,
-            Cmd::Bench(BenchCmd::Federation(a)) => bench_federation::run(a).await,
+            Cmd::Bench(BenchCmd::Federation(a)) => bench_federation::run(a, out).await,
             Cmd::Admin(a) => admin::run(a, out).await,
             Cmd::Status(a) => status::run(a, out).await,
             Cmd::Health(a) => health::run(a, out).await,
