@@ -125,7 +125,7 @@ pub fn init(o: &InitOptions) -> Result<Initialized, Error> {
         let vkey = s.verifier().to_vkey();
         let _ = write!(
             party_toml,
-            "\n[[parties]]\nname = \"{p}\"\n# Keys that sign this party's records (C2SP vkeys).\nvkeys = [\"{vkey}\"]\n# SHA-256 of the bearer token in parties/{p}.token, for Declare.\ntoken_sha256 = \"{}\"\n",
+            "\n[[parties]]\nname = \"{p}\"\n# Keys that sign this party's records (C2SP vkeys).\nvkeys = [\"{vkey}\"]\n# SHA-256 of the bearer token in parties/{p}.token, for Declare.\ntoken_sha256 = \"{}\"\n# Client certificates (hex SHA-256 of the DER leaf) that read as {p} (README \"Who may read what\").\n# cert_sha256 = []\n",
             token_hash(&t)
         );
         parties.push((p.clone(), vkey, t));
@@ -168,6 +168,17 @@ tick_ms = 1000
 [admin]
 # SHA-256 of the operator bearer token in admin.token.
 token_sha256 = "{admin}"
+# Client certificates (hex SHA-256 of the DER leaf) that act as the operator.
+# cert_sha256 = []
+
+# Bounds for every caller (README "Limits"); the defaults are shown.
+# [limits]
+# max_connections = 1024
+# max_streams_per_connection = 100
+# preface_timeout_ms = 10000
+# idle_timeout_ms = 300000
+# list_streams = 256
+# refusals_max = 10000
 
 [authorities]
 # Parties ("org/name") with the administrative_close authority, principals, and queue owners
