@@ -288,8 +288,15 @@ async fn quarantine_times_out_or_is_decided_by_the_operator() {
         // The kernel applies the operator's decision (issue 11: Access decides who may write
         // admissions; the seed restricts it to no role), so the peer is told about a
         // declaration that holds, not one the kernel refused.
-        let applied = e.outcome.as_ref().map(|o| (o.applied, o.rejection_code.clone()));
-        assert_eq!(applied, Some((true, String::new())), "operator admission outcome");
+        let applied = e
+            .outcome
+            .as_ref()
+            .map(|o| (o.applied, o.rejection_code.clone()));
+        assert_eq!(
+            applied,
+            Some((true, String::new())),
+            "operator admission outcome"
+        );
         let rec = Record::decode(e.record.unwrap().payload.as_ref()).unwrap();
         assert_eq!(rec.author.unwrap().name, "operator");
     }
