@@ -309,7 +309,7 @@ pub fn gather(node: &Node) -> Result<String, crate::Error> {
             .with_label_values(&[name])
             .set(i64::from(p.enabled()));
     }
-    m.quarantine_size.set(fed.quarantine.list()?.len() as i64);
+    m.quarantine_size.set(fed.quarantine.size()? as i64);
     // The listener counts in `tls::ListenerStats` (it runs before any service and knows no
     // registry); the counters here catch up with it at each scrape.
     let stats = &node.listener_stats;

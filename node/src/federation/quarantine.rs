@@ -187,6 +187,19 @@ impl Quarantine {
         db::get(&self.store, CF, &q_key(id))
     }
 
+    /// How many records are quarantined: counts keys, decodes nothing (metrics, status).
+    pub fn size(&self) -> Result<usize, Error> {
+        let mut it = self.store.db().raw_iterator_cf(self.store.cf(CF)?);
+        it.seek(b"q\0");
+        let mut n = 0;
+        while it.key().is_some_and(|k| k.starts_with(b"q\0")) {
+            n += 1;
+            it.next();
+        }
+        it.status().map_err(|e| Error::Storage(e.into_string()))?;
+        Ok(n)
+    }
+
     /// Every quarantined record, oldest first.
     pub fn list(&self) -> Result<Vec<(RecordId, QEntry)>, Error> {
         let mut v: Vec<(RecordId, QEntry)> = db::scan(&self.store, CF, b"q\0", usize::MAX)?

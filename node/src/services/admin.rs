@@ -67,7 +67,7 @@ fn status_of_federation(n: &Node) -> Result<(Vec<pb::PeerStatus>, u64), Error> {
             }),
         });
     }
-    Ok((peers, fed.quarantine.list()?.len() as u64))
+    Ok((peers, fed.quarantine.size()? as u64))
 }
 
 /// The key names of a signed note's signature lines (`— <name> <base64>`) other than `origin`'s
