@@ -25,95 +25,61 @@ const WITNESS: &[&str] = &[
     "grpc.reflection.v1alpha.ServerReflection",
 ];
 
-/// Lists services with v1, then asks for each one's file descriptor; returns the listed names.
-async fn v1(ch: Channel) -> BTreeSet<String> {
-    use tonic_reflection::pb::v1::{
-        ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
-        server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
-    };
-    let mut c = ServerReflectionClient::new(ch);
-    let ask = |m: MessageRequest| ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(m),
-    };
-    let mut s = c
-        .server_reflection_info(tokio_stream::iter(vec![ask(MessageRequest::ListServices(
-            String::new(),
-        ))]))
-        .await
-        .unwrap()
-        .into_inner();
-    let Some(MessageResponse::ListServicesResponse(list)) =
-        s.message().await.unwrap().unwrap().message_response
-    else {
-        panic!("v1: not a list answer")
-    };
-    let names: BTreeSet<String> = list.service.into_iter().map(|s| s.name).collect();
-    for n in &names {
-        let mut s = c
-            .server_reflection_info(tokio_stream::iter(vec![ask(
-                MessageRequest::FileContainingSymbol(n.clone()),
-            )]))
-            .await
-            .unwrap()
-            .into_inner();
-        match s.message().await.unwrap().unwrap().message_response {
-            Some(MessageResponse::FileDescriptorResponse(f)) => {
-                assert!(
-                    !f.file_descriptor_proto.is_empty(),
-                    "v1: {n}: no descriptor"
-                )
+/// Defines `$name(ch)`: lists services with reflection version `$v`, then asks for each one's
+/// file descriptor; returns the listed names. One body for both versions, whose generated types
+/// differ only in their module.
+macro_rules! list_and_resolve {
+    ($name:ident, $v:ident) => {
+        async fn $name(ch: Channel) -> BTreeSet<String> {
+            use tonic_reflection::pb::$v::{
+                ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+                server_reflection_request::MessageRequest,
+                server_reflection_response::MessageResponse,
+            };
+            let v = stringify!($v);
+            let mut c = ServerReflectionClient::new(ch);
+            let ask = |m: MessageRequest| ServerReflectionRequest {
+                host: String::new(),
+                message_request: Some(m),
+            };
+            let mut s = c
+                .server_reflection_info(tokio_stream::iter(vec![ask(
+                    MessageRequest::ListServices(String::new()),
+                )]))
+                .await
+                .unwrap()
+                .into_inner();
+            let Some(MessageResponse::ListServicesResponse(list)) =
+                s.message().await.unwrap().unwrap().message_response
+            else {
+                panic!("{v}: not a list answer")
+            };
+            let names: BTreeSet<String> = list.service.into_iter().map(|s| s.name).collect();
+            for n in &names {
+                let mut s = c
+                    .server_reflection_info(tokio_stream::iter(vec![ask(
+                        MessageRequest::FileContainingSymbol(n.clone()),
+                    )]))
+                    .await
+                    .unwrap()
+                    .into_inner();
+                match s.message().await.unwrap().unwrap().message_response {
+                    Some(MessageResponse::FileDescriptorResponse(f)) => {
+                        assert!(
+                            !f.file_descriptor_proto.is_empty(),
+                            "{v}: {n}: no descriptor"
+                        )
+                    }
+                    other => panic!("{v}: {n} does not resolve: {other:?}"),
+                }
             }
-            other => panic!("v1: {n} does not resolve: {other:?}"),
+            names
         }
-    }
-    names
+    };
 }
 
-/// The same with v1alpha.
-async fn v1alpha(ch: Channel) -> BTreeSet<String> {
-    use tonic_reflection::pb::v1alpha::{
-        ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
-        server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
-    };
-    let mut c = ServerReflectionClient::new(ch);
-    let ask = |m: MessageRequest| ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(m),
-    };
-    let mut s = c
-        .server_reflection_info(tokio_stream::iter(vec![ask(MessageRequest::ListServices(
-            String::new(),
-        ))]))
-        .await
-        .unwrap()
-        .into_inner();
-    let Some(MessageResponse::ListServicesResponse(list)) =
-        s.message().await.unwrap().unwrap().message_response
-    else {
-        panic!("v1alpha: not a list answer")
-    };
-    let names: BTreeSet<String> = list.service.into_iter().map(|s| s.name).collect();
-    for n in &names {
-        let mut s = c
-            .server_reflection_info(tokio_stream::iter(vec![ask(
-                MessageRequest::FileContainingSymbol(n.clone()),
-            )]))
-            .await
-            .unwrap()
-            .into_inner();
-        match s.message().await.unwrap().unwrap().message_response {
-            Some(MessageResponse::FileDescriptorResponse(f)) => {
-                assert!(
-                    !f.file_descriptor_proto.is_empty(),
-                    "v1alpha: {n}: no descriptor"
-                )
-            }
-            other => panic!("v1alpha: {n} does not resolve: {other:?}"),
-        }
-    }
-    names
-}
+list_and_resolve!(v1, v1);
+list_and_resolve!(v1alpha, v1alpha);
 
 fn set(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|s| s.to_string()).collect()
