@@ -17,6 +17,7 @@ pub mod init;
 pub mod ledger;
 pub mod log;
 pub mod metrics;
+pub mod node;
 pub mod pki;
 pub mod projection;
 pub mod server;
@@ -26,4 +27,5 @@ pub mod tls;
 pub mod view;
 
 pub use error::Error;
-pub use server::{Listeners, Node, run};
+pub use node::Node;
+pub use server::{Listeners, run, run_with_clock};

@@ -9,7 +9,7 @@
 //!
 //! [`serve`] answers `GET /metrics` in the Prometheus text format on its own listener.
 
-use crate::server::Node;
+use crate::node::Node;
 use prometheus::{
     Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
@@ -225,9 +225,8 @@ impl Metrics {
     }
 
     /// The checkpointer found the latest checkpoint covering the whole ledger now.
-    pub fn checkpoint_current(&self) {
-        self.checkpoint_current_at
-            .store(crate::clock::now_ms(), Ordering::Relaxed);
+    pub fn checkpoint_current(&self, now_ms: i64) {
+        self.checkpoint_current_at.store(now_ms, Ordering::Relaxed);
     }
 
     /// A witness did not cosign (error, timeout, no valid cosignature, larger tree).
@@ -261,10 +260,10 @@ impl Metrics {
 
     /// Time since the checkpointer last found the latest checkpoint covering the whole ledger
     /// (since start-up until it first does).
-    pub fn checkpoint_age(&self) -> Duration {
+    pub fn checkpoint_age(&self, now_ms: i64) -> Duration {
         match self.checkpoint_current_at.load(Ordering::Relaxed) {
             0 => self.started.elapsed(),
-            at => Duration::from_millis((crate::clock::now_ms() - at).max(0) as u64),
+            at => Duration::from_millis((now_ms - at).max(0) as u64),
         }
     }
 }
@@ -278,9 +277,10 @@ pub fn gather(node: &Node) -> Result<String, crate::Error> {
         .set(node.log.latest().map(|c| c.size).unwrap_or(0) as i64);
     m.witnessed_size
         .set(node.log.witnessed().map(|c| c.size).unwrap_or(0) as i64);
-    m.checkpoint_age.set(m.checkpoint_age().as_secs_f64());
+    m.checkpoint_age
+        .set(m.checkpoint_age(node.clock.now_ms()).as_secs_f64());
     let fed = &node.federation;
-    let now = crate::clock::now_ms();
+    let now = node.clock.now_ms();
     // Peers removed since the last scrape disappear from the per-peer series.
     m.peer_queue_depth.reset();
     m.peer_oldest_queued.reset();

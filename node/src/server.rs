@@ -2,45 +2,13 @@
 //! them over TLS until `shutdown`, then drains in-flight calls and stops the ledger writer, which
 //! flushes. Everything that can fail on bad configuration fails before the listener is used.
 
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::error::Error;
-use crate::ledger::Ledger;
-use crate::projection::{Projection, WorkMachine};
-use accord_proto::note::{Signer, Verifier};
+use crate::node::Opened;
 use accord_proto::pb;
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-
-/// Shared state of a running node, handed to every service.
-#[derive(Debug)]
-pub struct Node {
-    /// The validated configuration.
-    pub config: Config,
-    /// The node key (key name = log origin).
-    pub signer: Signer,
-    /// Its public half.
-    pub node_key: Verifier,
-    /// Record keys of this organisation's parties, by party name.
-    pub party_keys: HashMap<String, Vec<Verifier>>,
-    /// Bearer tokens.
-    pub tokens: crate::auth::Tokens,
-    /// The ledger.
-    pub ledger: Ledger<accord_kernel::Record>,
-    /// Derived Work state.
-    pub projection: Arc<RwLock<Projection>>,
-    /// The latest and the latest witnessed checkpoint.
-    pub log: crate::log::LogState,
-    /// Peers, outbox, inbox, quarantine and receipts.
-    pub federation: crate::federation::Federation,
-    /// Refused envelopes and calls: a bounded, rate-limited ring.
-    pub refusals: crate::federation::refusals::Refusals,
-    /// The listener's counters (refused handshakes and connections, timeouts).
-    pub listener_stats: Arc<crate::tls::ListenerStats>,
-    /// Prometheus metrics (served on `metrics_listen`).
-    pub metrics: crate::metrics::Metrics,
-}
 
 /// The bound listeners of a node: gRPC, and the metrics endpoint when `metrics_listen` is set.
 /// Bind them before calling [`run`] (on port 0 in tests) so the caller knows the addresses; a
@@ -62,47 +30,6 @@ impl From<TcpListener> for Listeners {
     }
 }
 
-impl Node {
-    /// This organisation's name.
-    pub fn name(&self) -> &str {
-        &self.config.name
-    }
-}
-
-fn load_signer(config: &Config) -> Result<Signer, Error> {
-    let text = std::fs::read_to_string(&config.keys.node)
-        .map_err(|e| Error::invalid("keys.node", format!("{}: {e}", config.keys.node.display())))?;
-    let signer =
-        Signer::from_skey(text.trim()).map_err(|e| Error::invalid("keys.node", e.to_string()))?;
-    if signer.name() != config.origin() {
-        return Err(Error::invalid(
-            "keys.node",
-            format!(
-                "key name {:?} must equal the log origin {:?}",
-                signer.name(),
-                config.origin()
-            ),
-        ));
-    }
-    Ok(signer)
-}
-
-fn party_keys(config: &Config) -> Result<HashMap<String, Vec<Verifier>>, Error> {
-    let mut m = HashMap::new();
-    for (i, p) in config.parties.iter().enumerate() {
-        let keys = p
-            .vkeys
-            .iter()
-            .map(|v| {
-                Verifier::from_vkey(v)
-                    .map_err(|e| Error::invalid(format!("parties[{i}].vkeys"), e.to_string()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        m.insert(p.name.clone(), keys);
-    }
-    Ok(m)
-}
-
 /// Runs the node on `listeners` (a gRPC `TcpListener`, or [`Listeners`] with a metrics
 /// listener) until `shutdown` is cancelled.
 pub async fn run(
@@ -110,66 +37,28 @@ pub async fn run(
     listeners: impl Into<Listeners>,
     shutdown: CancellationToken,
 ) -> Result<(), Error> {
+    run_with_clock(config, listeners, shutdown, Clock::system()).await
+}
+
+/// [`run`] on a given clock: tests drive a [`crate::clock::ManualClock`] through it, so that
+/// quarantine timeouts, the breaker, key validity and the Work service clock need no waiting.
+pub async fn run_with_clock(
+    config: Config,
+    listeners: impl Into<Listeners>,
+    shutdown: CancellationToken,
+    clock: Clock,
+) -> Result<(), Error> {
     let Listeners {
         grpc: listener,
         metrics: metrics_listener,
     } = listeners.into();
     config.validate()?;
-    let signer = load_signer(&config)?;
-    let party_keys = party_keys(&config)?;
-    let mut client_cas = Vec::new();
-    for p in &config.tls.client_ca {
-        client_cas.extend(crate::tls::load_certs(p)?);
-    }
-    // Peers' CAs are added by the federation's peer registry (and follow peer changes).
-    let (tls, client_verifier) = crate::tls::server_config(
-        &config.tls.cert,
-        &config.tls.key,
-        &client_cas,
-        config.tls.require_client_cert,
-    )?;
-
-    let projection = Arc::new(RwLock::new(Projection::default()));
-    let machine = WorkMachine::new(
-        projection.clone(),
-        crate::projection::access_from_config(&config)?,
-    );
-    let access = machine.access_handle();
-    let data_dir = config.data_dir.clone();
-    let max_batch = config.ledger.max_batch;
-    let (ledger, writer) =
-        tokio::task::spawn_blocking(move || Ledger::open(&data_dir, machine, max_batch))
-            .await
-            .map_err(|e| Error::Internal(e.to_string()))??;
-    let metrics = crate::metrics::Metrics::new();
-    ledger.observe(metrics.clone());
-    let tokens = crate::auth::Tokens::from_config(&config);
-    let log = crate::log::LogState::load(ledger.store())?;
-    let witnesses = Arc::new(
-        crate::log::WitnessClient::new(&config, ledger.store())?.with_metrics(metrics.clone()),
-    );
-    let federation = crate::federation::Federation::open(
-        &config,
-        ledger.store().clone(),
-        Some(client_verifier),
-        access,
-    )?;
-    let node_key = signer.verifier();
-    let refusals = crate::federation::refusals::Refusals::new(&config.limits);
-    let node = Arc::new(Node {
-        refusals,
-        listener_stats: Arc::new(crate::tls::ListenerStats::default()),
-        config,
-        signer,
-        node_key,
-        party_keys,
-        tokens,
-        ledger,
-        projection,
-        log,
-        federation,
-        metrics,
-    });
+    let Opened {
+        node,
+        writer,
+        witnesses,
+        tls,
+    } = crate::node::open(config, clock).await?;
     let addr = listener
         .local_addr()
         .map_err(|e| Error::Internal(e.to_string()))?;

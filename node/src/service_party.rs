@@ -4,8 +4,8 @@
 //! prior declaration in `basis`. The records go through the same ledger path as any other, so the
 //! kernel checks them again and they replay like any other.
 
+use crate::node::Node;
 use crate::projection::WORK_SERVICE;
-use crate::server::Node;
 use accord_kernel as k;
 use accord_proto::pb::record::v1 as pb;
 use accord_proto::pb::record::v1::record::Operation as Op;
@@ -91,7 +91,7 @@ pub async fn run_clock(node: Arc<Node>, shutdown: CancellationToken) {
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            _ = t.tick() => { tick(&node, crate::clock::now_ms()).await; }
+            _ = t.tick() => { tick(&node, node.clock.now_ms()).await; }
         }
     }
 }

@@ -221,7 +221,7 @@ fn ago(ms: i64) -> String {
     } else {
         format!(
             "{:.1}s ago",
-            (accord_node::clock::now_ms() - ms) as f64 / 1000.0
+            (accord_node::clock::Clock::system().now_ms() - ms) as f64 / 1000.0
         )
     }
 }
@@ -360,7 +360,7 @@ pub async fn run(a: AdminArgs, output: Output) -> Result<()> {
             new_vkey,
             overlap_secs,
         }) => {
-            let until = accord_node::clock::now_ms() + (overlap_secs as i64) * 1000;
+            let until = accord_node::clock::Clock::system().now_ms() + (overlap_secs as i64) * 1000;
             let r = pb::RotatePeerKeyRequest {
                 name: name.clone(),
                 new_vkey,

@@ -80,7 +80,8 @@ async fn fill(ledger: &Ledger<()>, from: u64, to: u64) -> Result<()> {
 /// Runs the benchmark.
 pub async fn run(a: LogArgs) -> Result<()> {
     let tmp = tempfile::tempdir()?;
-    let (ledger, writer) = Ledger::open(tmp.path(), Null, 4096)?;
+    let (ledger, writer) =
+        Ledger::open(tmp.path(), Null, 4096, accord_node::clock::Clock::system())?;
     let mut sizes = a.sizes.clone();
     sizes.sort_unstable();
     println!("accordctl bench log — proofs served from RocksDB (O(log n) node reads each)");

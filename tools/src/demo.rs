@@ -24,7 +24,7 @@ fn party(org: &str, name: &str) -> Option<PartyRef> {
 fn rec(org: &str, author: &str, op: Operation) -> Record {
     Record {
         author: party(org, author),
-        declared_at_unix_ms: accord_node::clock::now_ms(),
+        declared_at_unix_ms: accord_node::clock::Clock::system().now_ms(),
         commitment_id: "report-q3".into(),
         operation: Some(op),
         ..Default::default()

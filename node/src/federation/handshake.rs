@@ -9,7 +9,7 @@
 //! sender's own TLS settings that reads the peer's first answer ([`probe`]).
 
 use super::peers::Peer;
-use crate::server::Node;
+use crate::node::Node;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -34,8 +34,8 @@ use super::peers::Peer;
 use super::quarantine;
 use crate::error::Error;
 use crate::ledger::Append;
+use crate::node::Node;
 use crate::projection::WORK_SERVICE;
-use crate::server::Node;
 use accord_kernel as k;
 use accord_proto::pb::federation::v1::{DeliverResponse, Envelope, Receipt, ReceiptKind, Signed};
 use accord_proto::pb::record::v1::{self as pb, Record, SignedRecord, record::Operation};
@@ -215,7 +215,7 @@ pub(crate) fn admission_receipt(
         code: e.decision.code().to_string(),
         admission_record_id: e.admission_id.to_vec().into(),
         admission_sequence: e.admission_seq,
-        issued_at_unix_ms: crate::clock::now_ms(),
+        issued_at_unix_ms: node.clock.now_ms(),
         ..Default::default()
     }
 }
@@ -339,7 +339,7 @@ pub async fn deliver(
     env_signed: Signed,
     chain: Option<Arc<Vec<CertificateDer<'static>>>>,
 ) -> Result<DeliverResponse, Error> {
-    let now = crate::clock::now_ms();
+    let now = node.clock.now_ms();
     let (peer, env) = authenticate(
         node,
         &env_signed,
@@ -589,7 +589,7 @@ pub async fn deliver(
             receiver: node.name().to_string(),
             sender: peer.name().to_string(),
             envelope_id: env_id.to_vec().into(),
-            issued_at_unix_ms: crate::clock::now_ms(),
+            issued_at_unix_ms: node.clock.now_ms(),
             ..Default::default()
         },
     );

@@ -27,7 +27,7 @@ use super::db;
 use super::inbox::{CF, refuse};
 use super::peers::Peer;
 use crate::error::Error;
-use crate::server::Node;
+use crate::node::Node;
 use accord_proto::checkpoint::{Checkpoint, open_checkpoint};
 use accord_proto::merkle::{leaf_hash, verify_consistency, verify_inclusion};
 use accord_proto::note::Note;

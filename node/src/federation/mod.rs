@@ -42,7 +42,7 @@ pub mod sender;
 use crate::config::Config;
 use crate::error::Error;
 use crate::ledger::Store;
-use crate::server::Node;
+use crate::node::Node;
 use accord_kernel as k;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};

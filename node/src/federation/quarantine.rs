@@ -21,8 +21,8 @@ use super::db;
 use super::inbox::{self, Checked, Entry};
 use crate::error::Error;
 use crate::ledger::{Append, Store};
+use crate::node::Node;
 use crate::projection::WORK_SERVICE;
-use crate::server::Node;
 use accord_proto::pb::record::v1::{Record, SignedRecord};
 use accord_proto::signing::RecordId;
 use prost::Message;
@@ -333,7 +333,7 @@ async fn close(
     q: QEntry,
     how: Close,
 ) -> Result<(Decision, RecordId), Error> {
-    let now = crate::clock::now_ms();
+    let now = node.clock.now_ms();
     let operator = super::OPERATOR_PARTY;
     let (decision, author, declared_at) = match &how {
         Close::Timeout => (
@@ -465,7 +465,7 @@ pub async fn decide(
 /// Rejects every quarantined record older than the timeout.
 pub async fn sweep(node: &Arc<Node>) -> Result<(), Error> {
     let timeout = node.config.federation.quarantine_timeout_ms as i64;
-    let now = crate::clock::now_ms();
+    let now = node.clock.now_ms();
     let fed = &node.federation;
     for (id, q) in fed.quarantine.list()? {
         if now - q.since < timeout {

@@ -42,7 +42,7 @@ pub fn sign(signer: &Signer, r: &Receipt) -> Signed {
 
 /// Fills in the checkpoint, inclusion proof and leaf of an admission receipt when a checkpoint
 /// of the receiver includes `r.admission_sequence` (the witnessed one preferred).
-pub fn attach_proof(node: &crate::server::Node, r: &mut Receipt) -> Result<(), Error> {
+pub fn attach_proof(node: &crate::node::Node, r: &mut Receipt) -> Result<(), Error> {
     let seq = r.admission_sequence;
     let cp = node
         .log

@@ -18,7 +18,7 @@ use crate::config::LimitsConfig;
 use crate::error::Error;
 use crate::ident::truncate;
 use crate::ledger::Store;
-use crate::server::Node;
+use crate::node::Node;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -244,7 +244,7 @@ pub fn refuse_from(
         peer,
         code: code.to_string(),
         detail: detail.clone(),
-        at: crate::clock::now_ms(),
+        at: node.clock.now_ms(),
     };
     if let Err(e) = node.refusals.record(node.ledger.store(), source, r) {
         tracing::warn!(error = %e, "refusal not stored");

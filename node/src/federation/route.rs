@@ -16,7 +16,7 @@
 
 use super::outbox::Item;
 use crate::error::Error;
-use crate::server::Node;
+use crate::node::Node;
 use accord_proto::pb::record::v1::{self as pb, Record, record::Operation};
 use accord_proto::pb::work::v1::LedgerEntry;
 use accord_proto::signing::RecordId;
@@ -146,7 +146,7 @@ fn step(node: &Node, from: u64, to: u64) -> Result<Routed, Error> {
     let mut batch = rocksdb::WriteBatch::default();
     let mut queued = BTreeMap::new();
     let mut wake = Vec::new();
-    let now = crate::clock::now_ms();
+    let now = node.clock.now_ms();
     for e in &entries {
         let Ok(id) = <RecordId>::try_from(e.record_id.as_ref()) else {
             continue;

@@ -17,7 +17,7 @@ use super::outbox::Item;
 use super::peers::Peer;
 use super::receipts;
 use crate::error::Error;
-use crate::server::Node;
+use crate::node::Node;
 use accord_proto::note::Verifier;
 use accord_proto::pb::federation::v1::federation_service_client::FederationServiceClient;
 use accord_proto::pb::federation::v1::{
@@ -194,7 +194,7 @@ async fn send(
         sender: node.name().to_string(),
         receiver: peer.name().to_string(),
         first_sequence,
-        sent_at_unix_ms: crate::clock::now_ms(),
+        sent_at_unix_ms: node.clock.now_ms(),
         records: loaded.into_iter().map(|(_, _, r)| r).collect(),
         log_proof: Some(log_proof),
     };
@@ -213,7 +213,7 @@ async fn send(
         .await
         .map_err(status_fail)?
         .into_inner();
-    let keys: Vec<Verifier> = peer.keys_at(crate::clock::now_ms()).cloned().collect();
+    let keys: Vec<Verifier> = peer.keys_at(node.clock.now_ms()).cloned().collect();
     let first = resp
         .receipts
         .first()
@@ -331,7 +331,7 @@ async fn poll_page(
         .await
         .map_err(status_fail)?
         .into_inner();
-    let keys: Vec<Verifier> = peer.keys_at(crate::clock::now_ms()).cloned().collect();
+    let keys: Vec<Verifier> = peer.keys_at(node.clock.now_ms()).cloned().collect();
     let want: HashSet<RecordId> = ids.into_iter().collect();
     let mut verified = Vec::new();
     let checked = receipts::verify_many(&resp.receipts, &keys, &[]);
@@ -452,7 +452,7 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
                 Ok(_) => {
                     health
                         .last_success
-                        .store(crate::clock::now_ms(), Ordering::Relaxed);
+                        .store(node.clock.now_ms(), Ordering::Relaxed);
                     limit = (limit * 2).min(cfg.batch_size);
                     throttle /= 2;
                     if throttle < Duration::from_millis(1) {

@@ -74,6 +74,7 @@ impl<I: Send + 'static> Ledger<I> {
         dir: &Path,
         mut machine: M,
         max_batch: usize,
+        clock: crate::clock::Clock,
     ) -> Result<(Self, std::thread::JoinHandle<()>), Error>
     where
         M: Machine<Input = I>,
@@ -90,7 +91,7 @@ impl<I: Send + 'static> Ledger<I> {
         let (len_tx, len_rx) = watch::channel(len);
         let (tx, rx) = mpsc::channel(max_batch.max(1) * 4);
         let metrics = Arc::new(std::sync::OnceLock::new());
-        let w = writer::Writer::new(store.clone(), machine, len, max_batch, len_tx)?
+        let w = writer::Writer::new(store.clone(), machine, len, max_batch, len_tx, clock)?
             .observed(metrics.clone());
         let handle = std::thread::Builder::new()
             .name("ledger-writer".into())

@@ -47,6 +47,7 @@ pub(super) struct Writer<M: Machine> {
     max_batch: usize,
     len_tx: watch::Sender<u64>,
     metrics: Arc<std::sync::OnceLock<crate::metrics::Metrics>>,
+    clock: crate::clock::Clock,
 }
 
 type Reply = oneshot::Sender<Result<AppendResult, Error>>;
@@ -58,6 +59,7 @@ impl<M: Machine> Writer<M> {
         len: u64,
         max_batch: usize,
         len_tx: watch::Sender<u64>,
+        clock: crate::clock::Clock,
     ) -> Result<Self, Error> {
         // The frontier of a tree of size n: its perfect subtrees, one per set bit (O(log n) reads).
         let range = CompactRange::from_source(&super::TreeNodes(&store), len)
@@ -70,6 +72,7 @@ impl<M: Machine> Writer<M> {
             max_batch,
             len_tx,
             metrics: Arc::default(),
+            clock,
         })
     }
 
@@ -117,7 +120,7 @@ impl<M: Machine> Writer<M> {
     }
 
     fn commit(&mut self, jobs: &mut Vec<Job<M::Input>>) -> Result<(), Error> {
-        let now = crate::clock::now_ms();
+        let now = self.clock.now_ms();
         let ids: Vec<RecordId> = jobs
             .iter()
             .map(|j| match j {

@@ -4,7 +4,7 @@
 
 use super::{StoredCheckpoint, WitnessClient};
 use crate::error::Error;
-use crate::server::Node;
+use crate::node::Node;
 use accord_proto::checkpoint::Checkpoint;
 use std::sync::Arc;
 use std::time::Duration;
@@ -88,7 +88,7 @@ pub async fn step(node: &Arc<Node>, witnesses: &WitnessClient) -> Result<(), Err
     let latest = match node.log.latest() {
         Some(c) if c.size >= size => c,
         _ if size == 0 => {
-            node.metrics.checkpoint_current();
+            node.metrics.checkpoint_current(node.clock.now_ms());
             return Ok(());
         }
         _ => {
@@ -102,7 +102,7 @@ pub async fn step(node: &Arc<Node>, witnesses: &WitnessClient) -> Result<(), Err
             }
         }
     };
-    node.metrics.checkpoint_current();
+    node.metrics.checkpoint_current(node.clock.now_ms());
     if witnesses.k() == 0 || node.log.witnessed().is_some_and(|w| w.size >= latest.size) {
         return Ok(());
     }

@@ -9,7 +9,7 @@ use super::StoredCheckpoint;
 use crate::config::Config;
 use crate::error::Error;
 use crate::ledger::Store;
-use crate::server::Node;
+use crate::node::Node;
 use accord_proto::checkpoint::verify_cosignature;
 use accord_proto::note::{NoteSignature, Verifier};
 use accord_proto::pb::witness::v1::{

@@ -6,7 +6,7 @@
 use crate::error::Error;
 use crate::federation::peers::PeerRecord;
 use crate::federation::quarantine;
-use crate::server::Node;
+use crate::node::Node;
 use accord_proto::pb::admin::v1 as pb;
 use accord_proto::pb::admin::v1::admin_service_server::{AdminService, AdminServiceServer};
 use std::sync::Arc;
@@ -48,7 +48,7 @@ impl AdminApi {
 /// Every peer with its delivery health, and the quarantine's size (blocking: RocksDB reads).
 fn status_of_federation(n: &Node) -> Result<(Vec<pb::PeerStatus>, u64), Error> {
     let fed = &n.federation;
-    let now = crate::clock::now_ms();
+    let now = n.clock.now_ms();
     let mut peers = Vec::new();
     for p in fed.peers.list() {
         let name = p.name();
@@ -106,7 +106,7 @@ impl AdminService for AdminApi {
             witnessed_by: witnessed
                 .map(|c| cosigners(&c.note, &n.config.origin()))
                 .unwrap_or_default(),
-            checkpoint_age_ms: n.metrics.checkpoint_age().as_millis() as i64,
+            checkpoint_age_ms: n.metrics.checkpoint_age(n.clock.now_ms()).as_millis() as i64,
         }))
     }
 
@@ -209,7 +209,7 @@ impl AdminService for AdminApi {
         let oldest = self
             .blocking(move |node| node.federation.outbox.oldest(&n))
             .await?;
-        let now = crate::clock::now_ms();
+        let now = self.node.clock.now_ms();
         Ok(Response::new(pb::GetPeerHealthResponse {
             queue_depth: fed.outbox.depth(&name),
             oldest_queued_age_ms: oldest.map(|t| (now - t).max(0)).unwrap_or(0),
@@ -226,7 +226,7 @@ impl AdminService for AdminApi {
     ) -> Result<Response<pb::ListQuarantineResponse>, Status> {
         self.auth(&req)?;
         let list = self.blocking(|n| n.federation.quarantine.list()).await?;
-        let now = crate::clock::now_ms();
+        let now = self.node.clock.now_ms();
         let records = list
             .into_iter()
             .map(|(id, q)| pb::QuarantinedRecord {

@@ -9,7 +9,7 @@
 
 use crate::error::Error;
 use crate::federation::{codes, inbox, sender::MAX_MESSAGE};
-use crate::server::Node;
+use crate::node::Node;
 use accord_proto::pb::federation::v1 as pb;
 use accord_proto::pb::federation::v1::federation_service_server::{
     FederationService, FederationServiceServer,

@@ -7,7 +7,7 @@
 use super::visibility::Visibility;
 use crate::auth::Caller;
 use crate::error::Error;
-use crate::server::Node;
+use crate::node::Node;
 use accord_proto::pb::work::v1::LedgerEntry;
 use prost::Message;
 use std::collections::VecDeque;

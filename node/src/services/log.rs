@@ -7,7 +7,7 @@
 
 use super::visibility::{Visibility, record_not_found};
 use crate::error::Error;
-use crate::server::Node;
+use crate::node::Node;
 use accord_proto::pb::log::v1 as pb;
 use accord_proto::pb::log::v1::log_service_server::{LogService, LogServiceServer};
 use std::sync::Arc;

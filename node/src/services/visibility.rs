@@ -9,8 +9,8 @@
 use crate::auth::Caller;
 use crate::config::Config;
 use crate::error::Error;
+use crate::node::Node;
 use crate::projection::{Projection, WORK_SERVICE};
-use crate::server::Node;
 use accord_kernel as k;
 use accord_proto::pb::record::v1::Record;
 use accord_proto::pb::work::v1::LedgerEntry;

@@ -6,7 +6,7 @@ use super::visibility::{Visibility, commitment_not_found, record_not_found};
 use crate::auth::Caller;
 use crate::error::Error;
 use crate::ledger::Append;
-use crate::server::Node;
+use crate::node::Node;
 use accord_proto::pb::record::v1::{Record, SignedRecord};
 use accord_proto::pb::work::v1 as pb;
 use accord_proto::pb::work::v1::work_service_server::{WorkService, WorkServiceServer};
@@ -198,7 +198,7 @@ impl WorkService for WorkApi {
             }
         }
         if record.declared_at_unix_ms == 0 {
-            record.declared_at_unix_ms = crate::clock::now_ms();
+            record.declared_at_unix_ms = self.node.clock.now_ms();
         }
         let signed = signing::sign_record(&self.node.signer, &record);
         let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
@@ -270,7 +270,7 @@ impl WorkService for WorkApi {
             .projection
             .read()
             .map_err(|_| Error::Internal("projection lock poisoned".into()))?
-            .commitment(&id, crate::clock::now_ms());
+            .commitment(&id, self.node.clock.now_ms());
         Ok(Response::new(
             view.ok_or_else(|| commitment_not_found(&id))?,
         ))
