@@ -88,13 +88,22 @@ pub struct LogConfig {
     /// The checkpoint origin; defaults to `<name>.accord/log`.
     #[serde(default)]
     pub origin: Option<String>,
-    /// How often the checkpointer looks for growth, in ms.
+    /// How often the checkpointer retries witnesses that have not co-signed the latest
+    /// checkpoint, and looks for growth it was not woken for, in ms.
     #[serde(default = "default_checkpoint_interval_ms")]
     pub checkpoint_interval_ms: u64,
+    /// The shortest time between two checkpoints, in ms (issue 14: a checkpoint is signed as soon
+    /// as the tree grows, at most this often, instead of on a fixed timer).
+    #[serde(default = "default_min_checkpoint_interval_ms")]
+    pub min_checkpoint_interval_ms: u64,
 }
 
 fn default_checkpoint_interval_ms() -> u64 {
     1000
+}
+
+fn default_min_checkpoint_interval_ms() -> u64 {
+    100
 }
 
 impl Default for LogConfig {
@@ -102,6 +111,7 @@ impl Default for LogConfig {
         Self {
             origin: None,
             checkpoint_interval_ms: default_checkpoint_interval_ms(),
+            min_checkpoint_interval_ms: default_min_checkpoint_interval_ms(),
         }
     }
 }
@@ -535,6 +545,7 @@ impl Config {
         if self.log.checkpoint_interval_ms == 0 {
             return Err(err("log.checkpoint_interval_ms", "must be > 0"));
         }
+
         if self.clock.tick_ms == 0 {
             return Err(err("clock.tick_ms", "must be > 0"));
         }

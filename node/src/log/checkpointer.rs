@@ -10,23 +10,39 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// Runs until `shutdown`.
+/// Runs until `shutdown`. A round starts as soon as the ledger grows (issue 14: recorded →
+/// witnessed is not held back by a fixed timer), at most every `min_checkpoint_interval_ms`, and
+/// at least every `checkpoint_interval_ms` so that witnesses that failed are retried.
 pub async fn run_checkpointer(
     node: Arc<Node>,
     witnesses: Arc<WitnessClient>,
     shutdown: CancellationToken,
 ) {
-    let mut tick = tokio::time::interval(Duration::from_millis(
-        node.config.log.checkpoint_interval_ms,
-    ));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let idle = Duration::from_millis(node.config.log.checkpoint_interval_ms);
+    let min = Duration::from_millis(node.config.log.min_checkpoint_interval_ms).min(idle);
+    let mut len = node.ledger.watch_len();
     loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tick.tick() => {}
-        }
+        let started = tokio::time::Instant::now();
         if let Err(e) = step(&node, &witnesses).await {
             tracing::warn!(error = %e, "checkpoint step failed");
+        }
+        // Rate limit: never two rounds closer than `min`.
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep_until(started + min) => {}
+        }
+        let behind = || {
+            let size = node.ledger.len();
+            node.log.latest().is_none_or(|c| c.size < size)
+        };
+        if behind() {
+            continue;
+        }
+        // Wait for growth, or the idle interval (a retry of witnesses that did not co-sign).
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(idle.saturating_sub(min)) => {}
+            r = len.changed() => if r.is_err() { return },
         }
     }
 }
