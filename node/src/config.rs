@@ -357,10 +357,18 @@ pub struct LimitsConfig {
     /// answered RESOURCE_EXHAUSTED. Default 256.
     #[serde(default = "default_list_streams")]
     pub list_streams: usize,
+    /// Most records in one `SubmitBatch` call; a larger batch is refused whole
+    /// (`invalid_argument`, field `records`). Default 1024.
+    #[serde(default = "default_max_batch_records")]
+    pub max_batch_records: usize,
 }
 
 fn default_list_streams() -> usize {
     256
+}
+
+fn default_max_batch_records() -> usize {
+    1024
 }
 
 fn default_max_connections() -> usize {
@@ -411,6 +419,7 @@ impl Default for LimitsConfig {
             refusals_max_age_ms: default_refusals_max_age_ms(),
             refusals_burst: default_refusals_burst(),
             list_streams: default_list_streams(),
+            max_batch_records: default_max_batch_records(),
             refusals_per_minute: default_refusals_per_minute(),
         }
     }
@@ -573,6 +582,9 @@ impl Config {
             check_sha256_hex("admin.token_sha256", t)?;
         }
         self.check_cert_hashes()?;
+        if self.limits.max_batch_records == 0 {
+            return Err(err("limits.max_batch_records", "must be > 0"));
+        }
         if self.limits.list_streams == 0 {
             return Err(err("limits.list_streams", "must be > 0"));
         }

@@ -5,5 +5,6 @@ pub mod admin;
 pub mod federation;
 pub mod listing;
 pub mod log;
+pub mod submit;
 pub mod visibility;
 pub mod work;

@@ -5,13 +5,10 @@
 use super::visibility::{Visibility, commitment_not_found, record_not_found};
 use crate::auth::Caller;
 use crate::error::Error;
-use crate::ledger::Append;
 use crate::node::Node;
-use accord_proto::pb::record::v1::{Record, SignedRecord};
 use accord_proto::pb::work::v1 as pb;
 use accord_proto::pb::work::v1::work_service_server::{WorkService, WorkServiceServer};
 use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE, RecordId};
-use prost::Message;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -44,81 +41,6 @@ pub fn record_id_field(field: &str, b: &[u8]) -> Result<RecordId, Error> {
         .map_err(|_| Error::invalid(field, format!("must be 32 bytes, got {}", b.len())))
 }
 
-/// Checks a signed record from one of this organisation's parties. As DESIGN.md requires, the
-/// signatures are checked over the bytes received before anything is decoded: each signature names
-/// its key (C2SP key name and id), which must be one of this organisation's party keys or the node
-/// key; then the payload is decoded, and its author must be the party whose key signed it (any
-/// party of this organisation, for the node key). Nothing is written; any failure names the field.
-pub fn verify_local(node: &Node, signed: &SignedRecord) -> Result<(RecordId, Record), Error> {
-    if signed.payload_type != RECORD_PAYLOAD_TYPE {
-        return Err(Error::invalid(
-            "record.payload_type",
-            format!("must be {RECORD_PAYLOAD_TYPE:?}"),
-        ));
-    }
-    if signed.payload.is_empty() {
-        return Err(Error::invalid("record.payload", "empty"));
-    }
-    if signed.signatures.is_empty() {
-        return Err(Error::invalid(
-            "record.signatures",
-            "at least one signature is required",
-        ));
-    }
-    // Which parties the verified signatures speak for; `None` = the node key (any party).
-    let mut signers: Vec<Option<&str>> = Vec::new();
-    for (i, sig) in signed.signatures.iter().enumerate() {
-        let key = if sig.key_name == node.signer.name() {
-            Some((None, &node.node_key))
-        } else {
-            node.party_keys.iter().find_map(|(party, keys)| {
-                keys.iter()
-                    .find(|k| k.name() == sig.key_name && k.key_id()[..] == sig.key_id[..])
-                    .map(|k| (Some(party.as_str()), k))
-            })
-        };
-        let Some((party, k)) = key else { continue };
-        signing::verify(k, RECORD_PAYLOAD_TYPE, &signed.payload, sig)
-            .map_err(|e| Error::BadSignature(format!("record.signatures[{i}]: {e}")))?;
-        signers.push(party);
-    }
-    if signers.is_empty() {
-        return Err(Error::BadSignature(
-            "record.signatures: no signature by a key of this organisation".into(),
-        ));
-    }
-    let record = Record::decode(signed.payload.as_ref()).map_err(|e| {
-        Error::invalid(
-            "record.payload",
-            format!("not an accord.record.v1.Record: {e}"),
-        )
-    })?;
-    let author = record
-        .author
-        .as_ref()
-        .ok_or_else(|| Error::invalid("record.payload.author", "required"))?;
-    if author.organisation != node.name() {
-        return Err(Error::invalid(
-            "record.payload.author.organisation",
-            format!(
-                "{:?} is not this node's organisation {:?}; peers' records arrive through federation",
-                author.organisation,
-                node.name()
-            ),
-        ));
-    }
-    if !signers.iter().any(|p| p.is_none_or(|p| p == author.name)) {
-        return Err(Error::BadSignature(format!(
-            "record.signatures: not signed by a key of the author {}/{}",
-            author.organisation, author.name
-        )));
-    }
-    Ok((
-        signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload),
-        record,
-    ))
-}
-
 impl WorkApi {
     /// Authenticates a read (every read needs a credential) and notes who in the span.
     fn caller<T>(&self, req: &Request<T>) -> Result<Caller, Error> {
@@ -129,27 +51,6 @@ impl WorkApi {
         };
         tracing::Span::current().record("caller", who);
         Ok(caller)
-    }
-
-    async fn append(
-        &self,
-        signed: SignedRecord,
-        record: Record,
-        id: RecordId,
-    ) -> Result<pb::SubmitResponse, Error> {
-        let input = crate::convert::record_from_pb(id, &record)?;
-        let r = self
-            .node
-            .ledger
-            .append(Append { id, signed, input })
-            .await?;
-        Ok(pb::SubmitResponse {
-            record_id: id.to_vec().into(),
-            sequence: r.sequence,
-            durability: pb::Durability::Recorded as i32,
-            outcome: Some(r.outcome),
-            duplicate: r.duplicate,
-        })
     }
 }
 
@@ -166,9 +67,23 @@ impl WorkService for WorkApi {
             .into_inner()
             .record
             .ok_or_else(|| Error::invalid("record", "required"))?;
-        let (id, record) = verify_local(&self.node, &signed)?;
+        let (id, record, signed) = super::submit::verify_local(&self.node, signed)?;
         tracing::Span::current().record("record_id", hex::encode(id));
-        Ok(Response::new(self.append(signed, record, id).await?))
+        Ok(Response::new(
+            super::submit::append(&self.node, signed, record, id).await?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(records))]
+    async fn submit_batch(
+        &self,
+        req: Request<pb::SubmitBatchRequest>,
+    ) -> Result<Response<pb::SubmitBatchResponse>, Status> {
+        let records = req.into_inner().records;
+        tracing::Span::current().record("records", records.len());
+        Ok(Response::new(
+            super::submit::submit_batch(self.node.clone(), records).await?,
+        ))
     }
 
     #[tracing::instrument(skip_all, fields(party, record_id))]
@@ -203,7 +118,9 @@ impl WorkService for WorkApi {
         let signed = signing::sign_record(&self.node.signer, &record);
         let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
         tracing::Span::current().record("record_id", hex::encode(id));
-        Ok(Response::new(self.append(signed, record, id).await?))
+        Ok(Response::new(
+            super::submit::append(&self.node, signed, record, id).await?,
+        ))
     }
 
     #[tracing::instrument(skip_all, fields(caller))]
