@@ -129,8 +129,10 @@ pub mod assignment;
 pub mod claims;
 pub mod commitment;
 mod content;
+mod ctx;
 mod deferral;
 mod directory;
+mod effect;
 pub mod gates;
 mod marks;
 mod ops;
@@ -148,18 +150,19 @@ pub mod view;
 pub mod visibility;
 
 pub use access::{Access, Authority, Grant, Members};
-pub use apply::{Applied, Directory, Effect, Notification, apply, apply_with};
+pub use apply::{apply, apply_with};
 pub use assignment::{Assignment, assignment};
 pub use commitment::{Commitment, WHOLE};
+pub use directory::{Applied, Directory};
+pub use effect::{Effect, Notification};
 pub use gates::{GateStatus, Participation};
 pub use record::{
     AcceptanceCriterion, AdmissionOutcome, Aggregation, AggregationRule, Budget, CancelReason,
     Condition, ControlReport, DeclineReason, ExecutionReport, GateAnswer, GateKind,
     GateParticipants, LineItem, NoticeType, Observation, Operation, Party, Queue, RecheckOutcome,
-    Record, RecordId, Request, StopAnswer, StopMode, Terms, hex_id,
+    Record, RecordId, Request, RevokeKind, StopAnswer, StopMode, Terms, hex_id,
 };
 pub use rejection::{Rejection, RejectionCode};
-pub use revoke::RevokeKind;
 pub use rules::{Outcome, Role, RuleKey};
 pub use service::{ImplicitBlock, ServiceAction, ServiceKind, due_work};
 pub use state::State;

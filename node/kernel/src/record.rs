@@ -13,8 +13,6 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::revoke::RevokeKind;
-
 pub use crate::content::{Aggregation, Condition, GateParticipants, Observation};
 pub use crate::reasons::{
     AdmissionOutcome, AggregationRule, CancelReason, ControlReport, DeclineReason, ExecutionReport,
@@ -46,6 +44,40 @@ impl Party {
 impl fmt::Display for Party {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.organisation, self.name)
+    }
+}
+
+/// Which revoke request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RevokeKind {
+    /// revoke_request
+    Request,
+    /// revoke_promise
+    Promise,
+    /// revoke_statement
+    Statement,
+    /// revoke_acceptance
+    Acceptance,
+}
+
+impl RevokeKind {
+    /// The four kinds.
+    pub const ALL: [RevokeKind; 4] = [
+        RevokeKind::Request,
+        RevokeKind::Promise,
+        RevokeKind::Statement,
+        RevokeKind::Acceptance,
+    ];
+
+    /// The wire name.
+    pub const fn wire_name(self) -> &'static str {
+        match self {
+            RevokeKind::Request => "revoke_request",
+            RevokeKind::Promise => "revoke_promise",
+            RevokeKind::Statement => "revoke_statement",
+            RevokeKind::Acceptance => "revoke_acceptance",
+        }
     }
 }
 
