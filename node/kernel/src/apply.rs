@@ -71,6 +71,15 @@ fn apply_in(
     now: i64,
     dir: &dyn Directory,
 ) -> Result<(Commitment, Vec<Effect>), Rejection> {
+    if matches!(
+        record.op,
+        Operation::Run(_) | Operation::Envelope(_) | Operation::Tick(_)
+    ) {
+        return reject(
+            C::WrongMachine,
+            format!("{} is not a commitment record", record.op.wire_name()),
+        );
+    }
     let c = match (state, &record.op) {
         (None, Operation::Request(req)) => return request::create(record, req, access, now),
         (None, op) => {
@@ -247,6 +256,7 @@ fn resolve<'a>(
         O::ReportConsumption { .. } => RuleKey::ReportConsumption,
         O::Admission { .. } => RuleKey::Admission,
         O::ActedUpon { .. } => RuleKey::ActedUpon,
+        O::Run(_) | O::Envelope(_) | O::Tick(_) => unreachable!("refused by apply_in"),
     };
     Ok((key, None))
 }

@@ -13,6 +13,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::envelope::{EnvelopeOperation, Tick};
+use crate::run::RunOperation;
+
 pub use crate::content::{Aggregation, Condition, GateParticipants, Observation};
 pub use crate::reasons::{
     AdmissionOutcome, AggregationRule, CancelReason, ControlReport, DeclineReason, ExecutionReport,
@@ -472,6 +475,15 @@ pub enum Operation {
         /// Optional note.
         note: String,
     },
+    /// A run record (seed 002): applied by [`apply_run`](crate::run::apply_run), never by
+    /// `apply` (`wrong_machine`).
+    Run(Box<RunOperation>),
+    /// A commit-envelope record (seed 003): applied by
+    /// [`apply_envelope`](crate::envelope::apply_envelope).
+    Envelope(Box<EnvelopeOperation>),
+    /// The scheduler's tick (seed 003, `kind: system`): applied to each open envelope by
+    /// [`apply_tick`](crate::envelope::apply_tick).
+    Tick(Tick),
 }
 
 impl Operation {
@@ -527,6 +539,9 @@ impl Operation {
             ControlLease { .. } => "control_lease",
             HandBackControl { .. } => "hand_back_control",
             Recheck { .. } => "recheck",
+            Run(r) => r.body.wire_name(),
+            Envelope(e) => e.step.wire_name(),
+            Tick(_) => "tick",
         }
     }
 
