@@ -1,4 +1,4 @@
-//! # accord-kernel: the commitment half of the Work kernel
+//! # accord-kernel: the Work kernel (commitments, runs, commit envelopes)
 //!
 //! Pure, synchronous and deterministic (DESIGN.md, "Components"): the kernel takes records and
 //! the ledger time as arguments and derives state. It does no I/O, reads no clock, draws no
@@ -25,6 +25,10 @@
 //! * [`Access`] is built from the node's config: who acts for which organisation, which party
 //!   holds which [`Authority`], and the Work service party.
 //!
+//! * Runs and commit envelopes have their own machines: [`run::apply_run`],
+//!   [`envelope::apply_envelope`] and [`envelope::apply_tick`]; `apply` refuses their records
+//!   (`wrong_machine`).
+//!
 //! Replaying the applied records in order, each with the time it was applied at, gives the
 //! same [`Commitment`] (DESIGN.md, "Ledger": "a replay of all records must give the same
 //! projections").
@@ -49,6 +53,12 @@
 //! | [`commitment`] | the derived state (every axis the records determine) |
 //! | [`rejection`] | the machine-readable rejection codes |
 //! | [`visibility`] | who may read a commitment (the parties with a role on it) |
+//! | `ctx`, `effect` | shared by the operation modules: the context of one `apply`, and the [`Effect`]s it returns |
+//! | [`run`] | seed 002: run states, the run transition table, run records, receipts, recovery |
+//! | [`envelope`] | seed 003: the commit-envelope lifecycle, its declaration, the participant's book |
+//!
+//! The modules depend downward only: `apply` dispatches to the operation modules, which use
+//! `ctx`, `effect`, the tables (`rules`, `state`) and the record types; none imports `apply`.
 //!
 //! ## Choices where the seed is silent
 //!
