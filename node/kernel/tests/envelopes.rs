@@ -73,6 +73,8 @@ struct Env {
     now: i64,
     next: u64,
     effects: Vec<EnvelopeEffect>,
+    /// The coordinator's ledger: every record it applied, with the time (for replay).
+    ledger: Vec<(Record, i64)>,
 }
 
 fn book(account: &str, balance: u64) -> Book {
@@ -101,7 +103,21 @@ impl Env {
             now: T0,
             next: 5000,
             effects: Vec::new(),
+            ledger: Vec::new(),
         }
+    }
+
+    /// The envelope rebuilt from the coordinator's ledger alone (a restart).
+    fn replay(&self) -> Envelope {
+        let mut env: Option<Envelope> = None;
+        for (r, t) in &self.ledger {
+            let a = match &r.op {
+                Operation::Tick(_) => apply_tick(env.as_ref().unwrap(), r, &self.access, *t),
+                _ => apply_envelope(env.as_ref(), &self.types, r, &self.access, *t),
+            };
+            env = Some(a.expect("a recorded record applies again").next);
+        }
+        env.unwrap()
     }
 
     fn rec(
@@ -132,6 +148,7 @@ impl Env {
             Ok(a) => {
                 self.env = Some(a.next);
                 self.effects = a.effects;
+                self.ledger.push((r.clone(), self.now));
                 Ok(())
             }
             Err(e) => {
@@ -157,6 +174,7 @@ impl Env {
         let a = apply_tick(self.env.as_ref().unwrap(), &r, &self.access, self.now)?;
         self.env = Some(a.next);
         self.effects = a.effects;
+        self.ledger.push((r.clone(), self.now));
         Ok(r)
     }
 
@@ -761,7 +779,7 @@ fn abort_cleanup_is_idempotent_and_capped() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The randomized test: random orders of delivery, duplicates and ticks.
+// The randomized test: random orders of delivery, duplicates, ticks and coordinator crashes.
 
 #[derive(Clone, Debug)]
 enum Msg {
@@ -774,6 +792,10 @@ enum Act {
     Deliver(usize),
     Duplicate(usize),
     Tick(u8),
+    /// The coordinator writes the lifecycle records it owes.
+    Emit,
+    /// The coordinator crashes before writing what it owes, and restarts from its ledger.
+    Crash,
 }
 
 fn act() -> impl Strategy<Value = Act> {
@@ -781,6 +803,8 @@ fn act() -> impl Strategy<Value = Act> {
         4 => any::<usize>().prop_map(Act::Deliver),
         2 => any::<usize>().prop_map(Act::Duplicate),
         1 => (0u8..20).prop_map(Act::Tick),
+        2 => Just(Act::Emit),
+        1 => Just(Act::Crash),
     ]
 }
 
@@ -788,41 +812,53 @@ struct Sim {
     w: Env,
     inflight: Vec<Msg>,
     delivered: Vec<Msg>,
+    /// Lifecycle records the coordinator owes (its effects, not yet written).
+    owed: Vec<EnvelopeEffect>,
 }
 
 impl Sim {
-    /// The coordinator applies a record and writes what it emits, delivering it to `to`.
+    /// The coordinator applies a record; what it must emit next is owed.
     fn coordinator(&mut self, r: &Record) {
         match self.w.apply(r) {
-            Ok(()) => {}
-            Err(e) => {
-                assert_eq!(
-                    e.code,
-                    RejectionCode::DuplicateRecord,
-                    "coordinator refused {r:?}: {e}"
-                );
-                return;
-            }
+            Ok(()) => self.owed.append(&mut self.w.effects),
+            Err(e) => assert_eq!(
+                e.code,
+                RejectionCode::DuplicateRecord,
+                "coordinator refused {r:?}: {e}"
+            ),
         }
-        self.follow();
     }
 
+    /// Writes every owed lifecycle record and sends it to the participants.
     fn follow(&mut self) {
-        let effects = std::mem::take(&mut self.w.effects);
-        for EnvelopeEffect::Emit {
-            event,
-            step,
-            basis,
-            to,
-            ..
-        } in effects
-        {
+        while !self.owed.is_empty() {
+            let EnvelopeEffect::Emit {
+                event,
+                step,
+                basis,
+                to,
+                ..
+            } = self.owed.remove(0);
             let r = self.w.rec(&Cast::q(), &event, step, &[basis]);
             for p in to {
                 self.inflight.push(Msg::ToParticipant(p, r.clone()));
             }
             self.coordinator(&r);
         }
+    }
+
+    /// A crash loses what was owed and not written; the restarted coordinator rebuilds the
+    /// envelope from its ledger and emits what is due.
+    fn crash(&mut self) {
+        self.owed.clear();
+        let rebuilt = self.w.replay();
+        assert_eq!(
+            Some(&rebuilt),
+            self.w.env.as_ref(),
+            "replay gives the same envelope"
+        );
+        self.owed.extend(rebuilt.due());
+        self.w.env = Some(rebuilt);
     }
 
     fn participant(&mut self, who: &str, r: &Record) {
@@ -869,7 +905,7 @@ impl Sim {
         self.w.now += i64::from(secs) * 1000;
         if !self.w.phase().is_terminal() {
             self.w.tick(self.w.now).unwrap();
-            self.follow();
+            self.owed.append(&mut self.w.effects);
         }
     }
 }
@@ -883,11 +919,10 @@ proptest! {
         amount in 1u64..100,
         acts in proptest::collection::vec(act(), 0..60),
     ) {
-        let mut sim = Sim { w: Env::new(balance), inflight: Vec::new(), delivered: Vec::new() };
+        let mut sim = Sim { w: Env::new(balance), inflight: Vec::new(), delivered: Vec::new(), owed: Vec::new() };
         let before: u64 = sim.w.books.values().map(Book::total).sum();
-        let start = sim.w.start(amount);
-        let _ = start;
-        sim.follow();
+        sim.w.start(amount);
+        sim.owed.append(&mut sim.w.effects);
         for a in acts {
             match a {
                 Act::Deliver(i) if !sim.inflight.is_empty() => {
@@ -899,17 +934,22 @@ proptest! {
                     sim.deliver(m);
                 }
                 Act::Tick(s) => sim.tick(s),
+                Act::Emit => sim.follow(),
+                Act::Crash => sim.crash(),
                 _ => {}
             }
         }
         // Drain: everything in flight arrives, and time passes past the timeout.
         for _ in 0..4 {
+            sim.follow();
             while !sim.inflight.is_empty() {
                 let m = sim.inflight.remove(0);
                 sim.deliver(m);
+                sim.follow();
             }
             sim.tick(31);
         }
+        sim.crash();
         let phase = sim.w.phase();
         prop_assert!(phase.is_terminal(), "ended {phase}");
         for (who, b) in &sim.w.books {

@@ -187,6 +187,28 @@ impl Envelope {
         now.saturating_sub(self.start.at)
     }
 
+    /// The lifecycle event the coordinator owes and has not recorded yet, if any: what a
+    /// coordinator rebuilt from its ledger after a crash emits to drive the envelope on (issue
+    /// 13, "Crash recovery"). An open PREPARING envelope owes nothing but waits for answers and
+    /// ticks.
+    pub fn due(&self) -> Option<EnvelopeEffect> {
+        match self.phase {
+            Phase::Pending if self.prepare.is_none() => {
+                Some(self.emit(Lifecycle::Prepare, self.start.record))
+            }
+            Phase::Committing if self.prepared.is_none() => self
+                .commit_trigger
+                .map(|b| self.emit(Lifecycle::Prepared, b)),
+            Phase::Committing if self.commit.is_none() => {
+                self.prepared.map(|b| self.emit(Lifecycle::Commit, b))
+            }
+            Phase::Aborting if self.abort.is_none() => {
+                self.abort_trigger.map(|b| self.emit(Lifecycle::Abort, b))
+            }
+            _ => None,
+        }
+    }
+
     pub(crate) fn emit(&self, l: Lifecycle, basis: RecordId) -> EnvelopeEffect {
         let step = match l {
             Lifecycle::Prepare => EnvelopeStep::Prepare,
