@@ -53,6 +53,7 @@
 //! | [`commitment`] | the derived state (every axis the records determine) |
 //! | [`rejection`] | the machine-readable rejection codes |
 //! | [`visibility`] | who may read a commitment (the parties with a role on it) |
+//! | `items` | the items a record acts on, checked against the transition table |
 //! | `ctx`, `effect` | shared by the operation modules: the context of one `apply`, and the [`Effect`]s it returns |
 //! | [`run`] | seed 002: run states, the run transition table, run records, receipts, recovery |
 //! | [`envelope`] | seed 003: the commit-envelope lifecycle, its declaration, the participant's book |
@@ -145,6 +146,7 @@ mod directory;
 mod effect;
 pub mod envelope;
 pub mod gates;
+mod items;
 mod marks;
 mod ops;
 pub mod reasons;

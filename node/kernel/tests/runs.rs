@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use accord_kernel::run::*;
 use accord_kernel::*;
 use common::*;
+use proptest::prelude::*;
 
 /// Seed 002, "Run states".
 const SEED_STATES: &str = "The runtime uses fourteen exact states: pending, queued, planning, \
@@ -85,6 +86,8 @@ struct Runs {
     now: i64,
     next: u64,
     effects: Vec<RunEffect>,
+    /// Every applied record with its time (for replay).
+    log: Vec<(Record, i64)>,
 }
 
 impl Runs {
@@ -95,6 +98,7 @@ impl Runs {
             now: T0,
             next: 1000,
             effects: Vec::new(),
+            log: Vec::new(),
         }
     }
 
@@ -124,6 +128,7 @@ impl Runs {
             Ok(a) => {
                 self.effects = a.effects;
                 self.runs.insert(run, a.next);
+                self.log.push((r.clone(), self.now));
                 Ok(r.id)
             }
             Err(e) => {
@@ -1006,4 +1011,50 @@ fn replay_gives_the_same_run() {
         },
     );
     assert_eq!(again.runs["r"], w.runs["r"]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Random requested moves, with or without context: each accepted move is in the documented
+    /// table, terminal states never change, approval states are entered only with context, a
+    /// refusal changes nothing (checked in `Runs::apply`), and a replay of the accepted records
+    /// gives the same run.
+    #[test]
+    fn random_moves_follow_the_documented_table(
+        moves in proptest::collection::vec((0usize..14, any::<bool>()), 0..40),
+    ) {
+        let doc = documented_table();
+        let mut w = Runs::new();
+        w.start("r", RunStart::default()).unwrap();
+        for (i, with_context) in moves {
+            let to = RunState::ALL[i];
+            let from = w.state("r");
+            let ctx = if with_context { meta() } else { TransitionContext::default() };
+            match w.move_to("r", to, ctx) {
+                Ok(_) => {
+                    prop_assert!(doc[from.wire_name()].contains(to.wire_name()), "{} -> {}", from, to);
+                    prop_assert!(!from.is_terminal());
+                    prop_assert!(with_context || !to.is_approval());
+                }
+                Err(e) => {
+                    prop_assert_eq!(w.state("r"), from);
+                    let expected = if from.is_terminal() {
+                        RejectionCode::TerminalState
+                    } else if !doc[from.wire_name()].contains(to.wire_name()) {
+                        RejectionCode::InvalidState
+                    } else {
+                        RejectionCode::MissingApprovalContext
+                    };
+                    prop_assert_eq!(e.code, expected);
+                }
+            }
+        }
+        let mut again: HashMap<String, Run> = HashMap::new();
+        for (r, t) in &w.log {
+            let a = apply_run(&again, r, &access(), *t).unwrap();
+            again.insert("r".into(), a.next);
+        }
+        prop_assert_eq!(&again["r"], &w.runs["r"]);
+    }
 }

@@ -304,6 +304,83 @@ const fn row(
     }
 }
 
+impl EventKind {
+    /// The name used in the table.
+    pub const fn name(self) -> &'static str {
+        match self {
+            EventKind::Start => "start",
+            EventKind::Prepare => "prepare",
+            EventKind::Ack => "ack",
+            EventKind::Nack => "nack",
+            EventKind::Tick => "tick",
+            EventKind::Prepared => "prepared",
+            EventKind::Commit => "commit",
+            EventKind::Abort => "abort",
+        }
+    }
+}
+
+impl Lifecycle {
+    /// The declaration field naming it.
+    pub const fn field(self) -> &'static str {
+        match self {
+            Lifecycle::Prepare => "prepare_event",
+            Lifecycle::Prepared => "prepared_event",
+            Lifecycle::Commit => "commit_event",
+            Lifecycle::Abort => "abort_event",
+        }
+    }
+}
+
+impl Guard {
+    /// How the table writes it.
+    pub const fn text(self) -> &'static str {
+        match self {
+            Guard::Any => "—",
+            Guard::AllAcked => "every participant ACKed",
+            Guard::NotAllAcked => "others still to answer",
+            Guard::SameVote => "the same answer again",
+            Guard::Late => "a late answer",
+            Guard::TimedOut => "timeout elapsed",
+            Guard::NotTimedOut => "timeout not elapsed",
+            Guard::First => "first time",
+            Guard::AfterPrepared => "prepared recorded",
+            Guard::Duplicate => "duplicate",
+        }
+    }
+}
+
+/// The table as Markdown (the form in ARCHITECTURE.md and the doc comment above).
+pub fn markdown() -> String {
+    let mut s = String::from("| from | event | when | to | emits |\n|---|---|---|---|---|\n");
+    for r in &ENVELOPE_TRANSITIONS {
+        let from = if r.from.is_empty() {
+            "(none)".to_string()
+        } else if r.from.len() == Phase::ALL.len() {
+            "any".to_string()
+        } else {
+            r.from
+                .iter()
+                .map(|p| p.wire_name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let events = r
+            .events
+            .iter()
+            .map(|e| e.name())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let to = r.to.map_or("(stays)", Phase::wire_name);
+        let emits = r.emits.map_or("—", Lifecycle::field);
+        s.push_str(&format!(
+            "| {from} | {events} | {} | {to} | {emits} |\n",
+            r.guard.text()
+        ));
+    }
+    s
+}
+
 /// The first row that applies to `event` in `from` (`None` = no envelope yet) whose guard
 /// `holds`.
 pub fn lookup(
