@@ -38,7 +38,7 @@
 //! | module | seed 000 section |
 //! | --- | --- |
 //! | [`state`] | "Commitment" / "States": 13 states, wire names, terminal flags |
-//! | [`record`] | "Operations": the closed list of operations |
+//! | [`record`] | "Operations": the closed list of operations (request content in `terms`, gate and claim content in `content`) |
 //! | [`reasons`] | "Reason codes" (decline, cancel, notice type); admission outcomes |
 //! | [`rules`] | "Operations": the transition table and the role table |
 //! | [`revoke`] | "Revoke requests"; the `dispute` row |
@@ -160,6 +160,7 @@ pub mod run;
 pub mod service;
 pub mod state;
 mod stop;
+mod terms;
 pub mod view;
 pub mod visibility;
 
