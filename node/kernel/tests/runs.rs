@@ -479,7 +479,7 @@ fn records_stay_distinct_and_reference_their_run() {
             ..Default::default()
         }),
     );
-    assert_eq!(e.unwrap_err().code, RejectionCode::MissingField);
+    assert_eq!(e.unwrap_err().code, RejectionCode::Malformed);
     let e = w.body(
         "r",
         RunBody::Output(Output {

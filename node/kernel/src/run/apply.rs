@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::claim::execution_report;
-use super::record::{RunBody, RunOperation, Verdict};
+use super::record::{EvidenceKind, RunBody, RunOperation, Verdict};
 use super::recovery::replay_needs_confirmation;
 use super::run::{Entry, RefKind, Run, Transition};
 use super::state::RunState;
@@ -242,11 +242,14 @@ pub fn apply_run(
             next.decisions.push(entry(record, now, d.clone()));
         }
         RunBody::Evidence(e) => {
-            match e.kind.wire_name() {
-                Some(_) => {}
-                None => {
-                    return reject(C::MissingField, "run_evidence needs one of the seven kinds");
+            match e.kind {
+                EvidenceKind::Unspecified => {
+                    return reject(C::MissingField, "run_evidence needs its kind");
                 }
+                EvidenceKind::Unknown(n) => {
+                    return reject(C::Malformed, format!("evidence kind {n}"));
+                }
+                _ => {}
             }
             known(run, RefKind::Action, e.action.as_ref(), "action")?;
             known(run, RefKind::Any, e.supports.as_ref(), "supports")?;
