@@ -1,6 +1,7 @@
 //! `apply`: one record against the derived state of its commitment. The order of the checks is
 //! fixed, so every rejection has one code:
 //!
+//! 0. the machine: a run, envelope or tick record is `wrong_machine` (they have their own);
 //! 1. existence: `unknown_commitment`, `commitment_exists`, `wrong_commitment`, `duplicate_record`;
 //! 2. Access: `not_authorized` (the author does not act for the organisation it claims);
 //! 3. the subject the operation needs (`no_open_revoke`, `no_open_condition`, `unknown_offer`, the
@@ -10,117 +11,17 @@
 //! 5. the role table: `wrong_role`;
 //! 6. the operation's required content and the Work service party's timing.
 
-use serde::{Deserialize, Serialize};
-
 use crate::access::Access;
-use crate::commitment::{Commitment, OpenCondition, ReopenLink};
-use crate::directory::Single;
-pub use crate::directory::{Applied, Directory};
-use crate::record::{NoticeType, Operation, Party, Record, RecordId, StopMode, hex_id};
+use crate::commitment::{Commitment, OpenCondition};
+use crate::ctx::Ctx;
+use crate::directory::{Applied, Directory, Single};
+use crate::effect::Effect;
+use crate::record::{Operation, Record, RecordId, RevokeKind, hex_id};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
-use crate::revoke::{self, RevokeKind};
+use crate::revoke;
 use crate::roles;
 use crate::rules::{self, Outcome, RuleKey};
-use crate::state::State;
-use crate::{assignment, claims, deferral, gates, marks, ops, request, service, stop};
-
-/// What the caller must do after a record was applied (the kernel does no I/O).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Effect {
-    /// Notify these parties (attention): everything the node needs to deliver it.
-    Notify {
-        /// The commitment.
-        commitment: String,
-        /// The record that caused it.
-        record: RecordId,
-        /// Recipients (never the author).
-        to: Vec<Party>,
-        /// About what.
-        about: Notification,
-    },
-    /// A claim produced a promise (seed 000, "Assignment": "a promise record is produced"): the
-    /// commitment is already promised by `obligor` in the derived state; the node writes the
-    /// promise record of it, authored by `obligor`'s organisation's node, with `claim` in basis.
-    PromiseProduced {
-        /// The commitment.
-        commitment: String,
-        /// The claim record the promise rests on.
-        claim: RecordId,
-        /// The claiming obligor.
-        obligor: Party,
-        /// The obligee the promise is made to.
-        obligee: Party,
-        /// The items promised (empty = the whole commitment).
-        items: Vec<String>,
-        /// The terms version promised.
-        terms_version: RecordId,
-    },
-    /// An allowed revoke_acceptance starts a linked reopening commitment. The node stores
-    /// `commitment` under `link.reopening` (the allow record created it; a replay of the allow
-    /// gives the same value). The node must refuse the allow if that id is taken.
-    StartReopening {
-        /// The link (also in both commitments).
-        link: ReopenLink,
-        /// The reopening commitment's initial derived state.
-        commitment: Box<Commitment>,
-    },
-}
-
-/// What a notification is about.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Notification {
-    /// A notice from the obligor.
-    Notice {
-        /// Its type.
-        notice_type: NoticeType,
-        /// Its text.
-        text: String,
-    },
-    /// The commitment was closed administratively.
-    AdministrativelyClosed {
-        /// Why.
-        reason: String,
-    },
-    /// A revoke request was opened and waits for the recipients.
-    RevokeRequested {
-        /// Which.
-        kind: RevokeKind,
-    },
-    /// A dispute mark was made.
-    DisputeMarked {
-        /// The disputed record.
-        disputed: RecordId,
-    },
-    /// A stop (or pause) was requested of the executor.
-    StopRequested {
-        /// How.
-        mode: StopMode,
-    },
-    /// The executor refused a stop request.
-    StopRefused {
-        /// Why.
-        reason: String,
-    },
-    /// A person took control.
-    ControlTaken {
-        /// Who holds control.
-        holder: Party,
-    },
-}
-
-/// The context of one `apply`.
-pub(crate) struct Ctx<'a> {
-    pub c: &'a Commitment,
-    pub r: &'a Record,
-    pub access: &'a Access,
-    pub now: i64,
-    /// The open condition a withdraw/satisfy names.
-    pub condition: Option<&'a OpenCondition>,
-    /// The commitments the node knows.
-    pub dir: &'a dyn Directory,
-}
+use crate::{assignment, claims, deferral, gates, items, marks, ops, request, service, stop};
 
 /// Applies `record` to `state` (the commitment's derived state, `None` before its request) at
 /// ledger time `now`. On success returns the new state and the effects; on rejection the caller
@@ -170,6 +71,15 @@ fn apply_in(
     now: i64,
     dir: &dyn Directory,
 ) -> Result<(Commitment, Vec<Effect>), Rejection> {
+    if matches!(
+        record.op,
+        Operation::Run(_) | Operation::Envelope(_) | Operation::Tick(_)
+    ) {
+        return reject(
+            C::WrongMachine,
+            format!("{} is not a commitment record", record.op.wire_name()),
+        );
+    }
     let c = match (state, &record.op) {
         (None, Operation::Request(req)) => return request::create(record, req, access, now),
         (None, op) => {
@@ -215,8 +125,8 @@ fn apply_in(
         condition,
         dir,
     };
-    let targets = targets(&ctx, key)?;
-    let outcome = check_state(c, key, &targets)?;
+    let targets = items::targets(&ctx, key)?;
+    let outcome = items::check_state(c, key, &targets)?;
     let first = c.items[&targets[0]].state;
     let allowed = rules::roles(key, first);
     ensure(
@@ -346,6 +256,7 @@ fn resolve<'a>(
         O::ReportConsumption { .. } => RuleKey::ReportConsumption,
         O::Admission { .. } => RuleKey::Admission,
         O::ActedUpon { .. } => RuleKey::ActedUpon,
+        O::Run(_) | O::Envelope(_) | O::Tick(_) => unreachable!("refused by apply_in"),
     };
     Ok((key, None))
 }
@@ -363,76 +274,6 @@ fn offer_named(
         C::UnknownOffer,
         format!("no open {what} offer {}", hex_id(&named)),
     )
-}
-
-/// The items acted on: the items named (validated), or those the subject fixes (the revoke's,
-/// the precondition's), or by default every open item; from a fixed or default set, the open
-/// ones, or all of them when none is open (so a closed commitment meets `terminal_state`).
-fn targets(ctx: &Ctx, key: RuleKey) -> Result<Vec<String>, Rejection> {
-    let c = ctx.c;
-    let mut named: Vec<String> = Vec::new();
-    for i in &ctx.r.items {
-        ensure(
-            !i.is_empty() && c.has_line_items() && c.items.contains_key(i),
-            C::UnknownItem,
-            format!("no line item {i:?}"),
-        )?;
-        ensure(
-            !named.contains(i),
-            C::DuplicateItem,
-            format!("line item {i:?} named twice"),
-        )?;
-        named.push(i.clone());
-    }
-    let fixed: Option<Vec<String>> = match key {
-        RuleKey::Allow(_) | RuleKey::Refuse(_) => c.revoke.as_ref().map(|o| o.items.clone()),
-        RuleKey::WithdrawPrecondition | RuleKey::SatisfyPrecondition => {
-            ctx.condition.map(|oc| oc.precondition_items.clone())
-        }
-        _ => None,
-    };
-    let pool = match fixed {
-        Some(f) => {
-            let same =
-                named.is_empty() || (named.len() == f.len() && named.iter().all(|n| f.contains(n)));
-            ensure(
-                same,
-                C::ItemMismatch,
-                format!("{} acts on its own items {f:?}", key.name()),
-            )?;
-            f
-        }
-        None if !named.is_empty() => return Ok(named),
-        None => c.items.keys().cloned().collect(),
-    };
-    let open: Vec<String> = pool
-        .iter()
-        .filter(|i| c.items.get(*i).is_some_and(|it| !it.state.is_terminal()))
-        .cloned()
-        .collect();
-    Ok(if open.is_empty() { pool } else { open })
-}
-
-/// The transition table check: every item acted on must fall in one row of `key`.
-fn check_state(c: &Commitment, key: RuleKey, targets: &[String]) -> Result<Outcome, Rejection> {
-    let state_of = |t: &String| c.items[t].state;
-    let refuse = |s: State| {
-        let code = if s.is_terminal() {
-            C::TerminalState
-        } else {
-            C::InvalidState
-        };
-        Rejection::new(code, format!("{} is not allowed from {s}", key.name()))
-    };
-    let first = state_of(&targets[0]);
-    let (from, outcome) = rules::transition(key, first).ok_or_else(|| refuse(first))?;
-    for t in targets {
-        let s = state_of(t);
-        if !from.contains(s) {
-            return Err(refuse(s));
-        }
-    }
-    Ok(outcome)
 }
 
 fn execute(

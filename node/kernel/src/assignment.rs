@@ -3,8 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::apply::{Ctx, Effect};
 use crate::commitment::{ClaimState, Commitment, HandoverOffer, QueueState};
+use crate::ctx::Ctx;
+use crate::effect::Effect;
 use crate::record::{Operation, Party};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
 use crate::roles;

@@ -13,8 +13,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::apply::Ctx;
 use crate::commitment::{Commitment, ExecutorState, HandoverPhase};
+use crate::ctx::Ctx;
 use crate::record::{ControlReport, ExecutionReport, Operation, Party, StopMode};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
 

@@ -8,9 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::{
     AcceptanceCriterion, AdmissionOutcome, Condition, ControlReport, ExecutionReport, GateAnswer,
-    NoticeType, Party, Queue, RecheckOutcome, RecordId, StopAnswer, StopMode, Terms,
+    NoticeType, Party, Queue, RecheckOutcome, RecordId, RevokeKind, StopAnswer, StopMode, Terms,
 };
-use crate::revoke::RevokeKind;
 use crate::state::State;
 
 /// The item key of a commitment without line items (its single, whole item).

@@ -1,8 +1,8 @@
 //! defer and resume (seed 000, "Operations"): no state change; an open defer makes the summary
 //! category `deferred` until a resume closes it.
 
-use crate::apply::Ctx;
 use crate::commitment::{Commitment, Deferral};
+use crate::ctx::Ctx;
 use crate::record::{Operation, hex_id};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
 use crate::roles;

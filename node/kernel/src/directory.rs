@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::apply::Effect;
 use crate::commitment::Commitment;
+use crate::effect::Effect;
 
 /// The commitments the node knows, for the checks that look beyond one commitment (a taken
 /// reopening id; an admission about a record of no known commitment).

@@ -14,8 +14,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::apply::Ctx;
 use crate::commitment::{AnswerMark, Commitment, OpenCondition};
+use crate::ctx::Ctx;
 use crate::record::{
     Aggregation, AggregationRule, Condition, GateAnswer, GateKind, Operation, Party, RecordId,
 };

@@ -1,4 +1,4 @@
-//! # accord-kernel: the commitment half of the Work kernel
+//! # accord-kernel: the Work kernel (commitments, runs, commit envelopes)
 //!
 //! Pure, synchronous and deterministic (DESIGN.md, "Components"): the kernel takes records and
 //! the ledger time as arguments and derives state. It does no I/O, reads no clock, draws no
@@ -25,6 +25,10 @@
 //! * [`Access`] is built from the node's config: who acts for which organisation, which party
 //!   holds which [`Authority`], and the Work service party.
 //!
+//! * Runs and commit envelopes have their own machines: [`run::apply_run`],
+//!   [`envelope::apply_envelope`] and [`envelope::apply_tick`]; `apply` refuses their records
+//!   (`wrong_machine`).
+//!
 //! Replaying the applied records in order, each with the time it was applied at, gives the
 //! same [`Commitment`] (DESIGN.md, "Ledger": "a replay of all records must give the same
 //! projections").
@@ -34,7 +38,7 @@
 //! | module | seed 000 section |
 //! | --- | --- |
 //! | [`state`] | "Commitment" / "States": 13 states, wire names, terminal flags |
-//! | [`record`] | "Operations": the closed list of operations |
+//! | [`record`] | "Operations": the closed list of operations (request content in `terms`, gate and claim content in `content`) |
 //! | [`reasons`] | "Reason codes" (decline, cancel, notice type); admission outcomes |
 //! | [`rules`] | "Operations": the transition table and the role table |
 //! | [`revoke`] | "Revoke requests"; the `dispute` row |
@@ -49,6 +53,13 @@
 //! | [`commitment`] | the derived state (every axis the records determine) |
 //! | [`rejection`] | the machine-readable rejection codes |
 //! | [`visibility`] | who may read a commitment (the parties with a role on it) |
+//! | `items` | the items a record acts on, checked against the transition table |
+//! | `ctx`, `effect` | shared by the operation modules: the context of one `apply`, and the [`Effect`]s it returns |
+//! | [`run`] | seed 002: run states, the run transition table, run records, receipts, recovery |
+//! | [`envelope`] | seed 003: the commit-envelope lifecycle, its declaration, the participant's book |
+//!
+//! The modules depend downward only: `apply` dispatches to the operation modules, which use
+//! `ctx`, `effect`, the tables (`rules`, `state`) and the record types; none imports `apply`.
 //!
 //! ## Choices where the seed is silent
 //!
@@ -129,9 +140,13 @@ pub mod assignment;
 pub mod claims;
 pub mod commitment;
 mod content;
+mod ctx;
 mod deferral;
 mod directory;
+mod effect;
+pub mod envelope;
 pub mod gates;
+mod items;
 mod marks;
 mod ops;
 pub mod reasons;
@@ -141,25 +156,28 @@ mod request;
 pub mod revoke;
 pub mod roles;
 pub mod rules;
+pub mod run;
 pub mod service;
 pub mod state;
 mod stop;
+mod terms;
 pub mod view;
 pub mod visibility;
 
 pub use access::{Access, Authority, Grant, Members};
-pub use apply::{Applied, Directory, Effect, Notification, apply, apply_with};
+pub use apply::{apply, apply_with};
 pub use assignment::{Assignment, assignment};
 pub use commitment::{Commitment, WHOLE};
+pub use directory::{Applied, Directory};
+pub use effect::{Effect, Notification};
 pub use gates::{GateStatus, Participation};
 pub use record::{
     AcceptanceCriterion, AdmissionOutcome, Aggregation, AggregationRule, Budget, CancelReason,
     Condition, ControlReport, DeclineReason, ExecutionReport, GateAnswer, GateKind,
     GateParticipants, LineItem, NoticeType, Observation, Operation, Party, Queue, RecheckOutcome,
-    Record, RecordId, Request, StopAnswer, StopMode, Terms, hex_id,
+    Record, RecordId, Request, RevokeKind, StopAnswer, StopMode, Terms, hex_id,
 };
 pub use rejection::{Rejection, RejectionCode};
-pub use revoke::RevokeKind;
 pub use rules::{Outcome, Role, RuleKey};
 pub use service::{ImplicitBlock, ServiceAction, ServiceKind, due_work};
 pub use state::State;

@@ -4,8 +4,8 @@
 //! acts (the evidence the kernel knows of) and admission declarations.
 
 use crate::access::Access;
-use crate::apply::Ctx;
 use crate::commitment::{AdmissionMark, Commitment, OpenCondition};
+use crate::ctx::Ctx;
 use crate::gates;
 use crate::record::{AdmissionOutcome, Operation, Record};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};

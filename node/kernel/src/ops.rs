@@ -3,10 +3,11 @@
 //! amend, notice, declare_obsolete, administrative_close. The state and role checks are done by
 //! the tables before these run; here are the required contents and the side effects.
 
-use crate::apply::{Ctx, Effect, Notification};
 use crate::commitment::{
     Commitment, CounterVersion, NoticeMark, OpenCondition, Statement, Validity,
 };
+use crate::ctx::Ctx;
+use crate::effect::{Effect, Notification};
 use crate::gates;
 use crate::record::{CancelReason, DeclineReason, GateAnswer, NoticeType, Operation, Party, Terms};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};

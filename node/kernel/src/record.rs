@@ -8,12 +8,14 @@
 //! [`RejectionCode::Malformed`](crate::RejectionCode::Malformed). Enum numbers are carried as
 //! read (`from_wire`), so the kernel itself tells a missing code from an unknown one.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::revoke::RevokeKind;
+use crate::envelope::{EnvelopeOperation, Tick};
+use crate::run::RunOperation;
+
+pub use crate::terms::{AcceptanceCriterion, Budget, LineItem, Queue, Request, Terms};
 
 pub use crate::content::{Aggregation, Condition, GateParticipants, Observation};
 pub use crate::reasons::{
@@ -49,6 +51,40 @@ impl fmt::Display for Party {
     }
 }
 
+/// Which revoke request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RevokeKind {
+    /// revoke_request
+    Request,
+    /// revoke_promise
+    Promise,
+    /// revoke_statement
+    Statement,
+    /// revoke_acceptance
+    Acceptance,
+}
+
+impl RevokeKind {
+    /// The four kinds.
+    pub const ALL: [RevokeKind; 4] = [
+        RevokeKind::Request,
+        RevokeKind::Promise,
+        RevokeKind::Statement,
+        RevokeKind::Acceptance,
+    ];
+
+    /// The wire name.
+    pub const fn wire_name(self) -> &'static str {
+        match self {
+            RevokeKind::Request => "revoke_request",
+            RevokeKind::Promise => "revoke_promise",
+            RevokeKind::Statement => "revoke_statement",
+            RevokeKind::Acceptance => "revoke_acceptance",
+        }
+    }
+}
+
 /// One record as the kernel sees it: an authenticated author, the commitment it acts on, the
 /// records it rests on, the line items it acts on, and the operation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,94 +101,6 @@ pub struct Record {
     pub items: Vec<String>,
     /// The operation.
     pub op: Operation,
-}
-
-/// The terms of a commitment. A counter or an amend carries a whole new `Terms`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Terms {
-    /// Short human title (required on a request).
-    pub title: String,
-    /// What is to be done.
-    pub description: String,
-    /// Due date (Unix ms); missing it raises the `overdue` flag, never a state change.
-    pub due: Option<i64>,
-    /// Line items; each derives its own state. Empty = a single-item commitment.
-    pub items: Vec<LineItem>,
-    /// Optional budget.
-    pub budget: Option<Budget>,
-    /// Free-form parameters bound to the terms.
-    pub parameters: BTreeMap<String, String>,
-}
-
-/// One line item.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LineItem {
-    /// Item id, unique within the commitment.
-    pub id: String,
-    /// What the item is.
-    pub description: String,
-}
-
-/// A budget; once the consumption reported reaches `amount`, the move is the accountable party's.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Budget {
-    /// The amount available.
-    pub amount: u64,
-    /// The unit.
-    pub unit: String,
-}
-
-/// How delivery is accepted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AcceptanceCriterion {
-    /// Acceptance must cite an evidence reference.
-    pub requires_evidence: bool,
-    /// Four-eyes rule: the acceptor must differ from the party that stated fulfilment.
-    pub four_eyes: bool,
-    /// Step-up authentication is required to accept.
-    pub step_up: bool,
-}
-
-/// A queue a pooled commitment waits in.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Queue {
-    /// Queue name (required).
-    pub name: String,
-    /// The declared queue owner.
-    pub owner: Option<Party>,
-    /// The candidate set: parties that may claim.
-    pub candidates: Vec<Party>,
-    /// Ownership lease length after a claim, in ms.
-    pub lease_ms: Option<i64>,
-    /// When a lease ends: true = return to the pool (the Work service party writes unclaim).
-    pub return_to_pool_on_lease_end: bool,
-    /// If nobody holds the commitment by then, assignment becomes `failed_to_assign`.
-    pub start_deadline: Option<i64>,
-}
-
-/// `request`: the obligee (or someone on its behalf) asks for a commitment.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Request {
-    /// The obligee; `None` = the author.
-    pub obligee: Option<Party>,
-    /// The candidate obligor, when the request is addressed to one party.
-    pub candidate: Option<Party>,
-    /// The queue, when the request is pooled.
-    pub queue: Option<Queue>,
-    /// The acceptor; `None` = the obligee (follows an assign).
-    pub acceptor: Option<Party>,
-    /// The accountable party; `None` = the obligee (follows an assign).
-    pub accountable: Option<Party>,
-    /// A principal who may declare the commitment obsolete.
-    pub principal: Option<Party>,
-    /// The terms.
-    pub terms: Terms,
-    /// Validity statement: the Work service party expires the request after this time.
-    pub valid_until: Option<i64>,
-    /// How delivery is accepted.
-    pub acceptance: AcceptanceCriterion,
-    /// Implicit acceptance window after `state`, in ms.
-    pub implicit_acceptance_window_ms: Option<i64>,
 }
 
 /// The closed list of operations (seed 000, "Operations" and "Assignment"; record.proto's
@@ -440,6 +388,15 @@ pub enum Operation {
         /// Optional note.
         note: String,
     },
+    /// A run record (seed 002): applied by [`apply_run`](crate::run::apply_run), never by
+    /// `apply` (`wrong_machine`).
+    Run(Box<RunOperation>),
+    /// A commit-envelope record (seed 003): applied by
+    /// [`apply_envelope`](crate::envelope::apply_envelope).
+    Envelope(Box<EnvelopeOperation>),
+    /// The scheduler's tick (seed 003, `kind: system`): applied to each open envelope by
+    /// [`apply_tick`](crate::envelope::apply_tick).
+    Tick(Tick),
 }
 
 impl Operation {
@@ -495,6 +452,9 @@ impl Operation {
             ControlLease { .. } => "control_lease",
             HandBackControl { .. } => "hand_back_control",
             Recheck { .. } => "recheck",
+            Run(r) => r.body.wire_name(),
+            Envelope(e) => e.step.wire_name(),
+            Tick(_) => "tick",
         }
     }
 

@@ -153,6 +153,34 @@ codes! {
     NoControlLease => "no_control_lease",
     /// recheck before control was handed back.
     NoHandBack => "no_hand_back",
+    /// The record belongs to another machine: a run, envelope or tick record given to the
+    /// commitment machine, or the reverse.
+    WrongMachine => "wrong_machine",
+    /// A run record names a run (or parent run) that does not exist.
+    UnknownRun => "unknown_run",
+    /// A run_start names a run that already exists.
+    RunExists => "run_exists",
+    /// A move into awaiting_approval or partially_approved without a proposal, evidence or
+    /// metadata.
+    MissingApprovalContext => "missing_approval_context",
+    /// A run record references a record that is not one of this run's (of the kind needed).
+    UnknownReference => "unknown_reference",
+    /// A run replaying a parent with non-idempotent actions, without the operator's confirmation.
+    ReplayNotConfirmed => "replay_not_confirmed",
+    /// An envelope record names an envelope that does not exist.
+    UnknownEnvelope => "unknown_envelope",
+    /// An envelope_start names an envelope that already exists.
+    EnvelopeExists => "envelope_exists",
+    /// An envelope_start names an envelope type that is not declared.
+    UnknownEnvelopeType => "unknown_envelope_type",
+    /// A lifecycle record whose event name is not the declared one.
+    UndeclaredEvent => "undeclared_event",
+    /// A vote by an organisation that is not a participant of the envelope.
+    NotParticipant => "not_participant",
+    /// A participant answering differently from its recorded answer.
+    VoteChanged => "vote_changed",
+    /// A commit at a participant whose own ACK is not recorded.
+    NotPrepared => "not_prepared",
 }
 
 impl fmt::Display for RejectionCode {

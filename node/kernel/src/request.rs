@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use crate::access::Access;
-use crate::apply::Effect;
 use crate::commitment::{Commitment, Item, QueueState, Validity, WHOLE};
+use crate::effect::Effect;
 use crate::ops::{check_party, check_terms};
 use crate::record::{Record, Request};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};

@@ -2,8 +2,8 @@
 //! queue, the offers, the conditions) and from Access (authorities, the Work service party).
 
 use crate::access::{Access, Authority};
-use crate::apply::Ctx;
 use crate::commitment::{Commitment, OpenCondition};
+use crate::ctx::Ctx;
 use crate::record::Party;
 use crate::rules::Role;
 

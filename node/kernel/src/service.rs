@@ -17,8 +17,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::apply::Ctx;
 use crate::commitment::{Commitment, Deferral, Statement};
+use crate::ctx::Ctx;
 use crate::record::{GateAnswer, Operation, Party, Record, RecordId, hex_id};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
 use crate::state::{State, StateSet};

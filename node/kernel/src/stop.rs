@@ -17,9 +17,10 @@
 //! party's, the obligee's or the obligor's; "continue" ends the pause (it is the explicit
 //! decision to continue), "replan" leaves the stop in effect until a resume_after_stop.
 
-use crate::apply::{Ctx, Effect, Notification};
 use crate::claims;
 use crate::commitment::{AttentionMark, Commitment, Handover, HandoverPhase, StopState};
+use crate::ctx::Ctx;
+use crate::effect::{Effect, Notification};
 use crate::record::{Operation, Party, RecheckOutcome, StopAnswer, StopMode, hex_id};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
 

@@ -5,9 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::revoke::{
-    REVOKE_ACCEPTANCE, REVOKE_PROMISE, REVOKE_REQUEST, REVOKE_STATEMENT, RevokeKind,
-};
+pub mod revoke;
+
+use self::revoke::{REVOKE_ACCEPTANCE, REVOKE_PROMISE, REVOKE_REQUEST, REVOKE_STATEMENT};
+use crate::record::RevokeKind;
 use crate::state::{State, StateSet};
 
 /// The key of a rule: an operation, refined where the seed gives one operation several rows
