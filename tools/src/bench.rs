@@ -1,18 +1,21 @@
 //! `accordctl bench`: load generators whose figures go into BENCHMARKS.md. Every run is bounded
 //! in count and time and talks only to servers it starts itself on 127.0.0.1.
 
-use crate::inproc::InProcNode;
+use crate::inproc::{InProcNode, Placement};
 use accord_proto::note::Signer;
 use accord_proto::pb::record::v1::{
     self as rec, PartyRef, Record, SignedRecord, record::Operation,
 };
-use accord_proto::pb::work::v1::{SubmitRequest, work_service_client::WorkServiceClient};
+use accord_proto::pb::work::v1::{
+    SubmitBatchRequest, SubmitRequest, submit_result, work_service_client::WorkServiceClient,
+};
 use accord_proto::signing;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use tonic::transport::Channel;
 
 /// Options of `accordctl bench append`.
 #[derive(Debug, Clone, clap::Args)]
@@ -20,7 +23,7 @@ pub struct AppendArgs {
     /// Concurrent clients.
     #[arg(long, default_value_t = 64)]
     pub clients: usize,
-    /// Records in the throughput phase.
+    /// Records in each throughput phase (batch, then unary).
     #[arg(long, default_value_t = 40_000)]
     pub records: usize,
     /// Approximate encoded record size in bytes.
@@ -32,16 +35,45 @@ pub struct AppendArgs {
     /// Duration of the half-load latency phase, seconds.
     #[arg(long, default_value_t = 5)]
     pub latency_secs: u64,
+    /// Records per `SubmitBatch` call in the batch phase.
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    /// Run the node inside accordctl's process instead of as an `accord-node serve` child.
+    #[arg(long)]
+    pub in_process: bool,
+    /// A short run (well under 40 s) so that CI runs every bench once; figures are not
+    /// comparable with a full run.
+    #[arg(long)]
+    pub quick: bool,
+    /// Print one JSON object as the last line (same as `--output json`).
+    #[arg(long)]
+    pub json: bool,
+    /// Target a running node at this URL instead of starting one (with --ca and --skey).
+    #[arg(long, requires_all = ["ca", "skey"])]
+    pub node: Option<String>,
+    /// The CA certificate (PEM) of the running node's TLS certificate.
+    #[arg(long)]
+    pub ca: Option<std::path::PathBuf>,
+    /// The signing key of one of the running node's parties (key name `org/party`); the
+    /// benchmark submits records authored by that party.
+    #[arg(long)]
+    pub skey: Option<std::path::PathBuf>,
+    /// A bearer token to send (Submit needs none: records are authenticated by signature).
+    #[arg(long)]
+    pub token_file: Option<std::path::PathBuf>,
+    /// The TLS server name of the running node.
+    #[arg(long, default_value = "localhost")]
+    pub server_name: String,
 }
 
-fn record(org: &str, party: &str, i: usize, size: usize) -> Record {
+fn tagged_record(org: &str, party: &str, tag: &str, i: usize, size: usize) -> Record {
     let mut r = Record {
         author: Some(PartyRef {
             organisation: org.into(),
             name: party.into(),
         }),
         declared_at_unix_ms: 1,
-        commitment_id: format!("bench-{i}"),
+        commitment_id: format!("{tag}-{i}"),
         operation: Some(Operation::Request(rec::Request {
             candidate: Some(PartyRef {
                 organisation: org.into(),
@@ -64,10 +96,12 @@ fn record(org: &str, party: &str, i: usize, size: usize) -> Record {
     r
 }
 
-/// Pre-signs `n` records from `start` (signing is the client's cost, not the node's).
-fn sign_all(alice: &Signer, start: usize, n: usize, size: usize) -> Vec<SignedRecord> {
+/// Pre-signs `n` records from `start` (signing is the client's cost, not the node's; it is done
+/// before any clock starts).
+fn sign_all(key: &Signer, tag: &str, start: usize, n: usize, size: usize) -> Vec<SignedRecord> {
+    let (org, party) = key.name().split_once('/').unwrap_or(("bench", "alice"));
     (start..start + n)
-        .map(|i| signing::sign_record(alice, &record("bench", "alice", i, size)))
+        .map(|i| signing::sign_record(key, &tagged_record(org, party, tag, i, size)))
         .collect()
 }
 
@@ -94,38 +128,124 @@ pub fn ed25519_batch_rate(threads: usize, msg_size: usize) -> f64 {
     (threads * rounds * msgs.len()) as f64 / start.elapsed().as_secs_f64()
 }
 
-/// `accordctl bench append`: recorded appends per second of signed 1 KiB records from many
-/// concurrent clients (group commit), then p50/p99 latency at half that load.
-pub async fn append(a: AppendArgs, out: crate::output::Output) -> Result<()> {
-    let tmp = tempfile::tempdir()?;
-    let node = InProcNode::start(tmp.path(), "bench", &["alice"], |_| {}).await?;
-    let alice = node.party("alice")?;
-    let mut chans = Vec::new();
-    for _ in 0..a.connections.max(1) {
-        chans.push(node.channel().await?);
+/// The node a bench talks to: one it started (child process or in-process), or a running one.
+struct Target {
+    node: Option<InProcNode>,
+    chans: Vec<Channel>,
+    key: Signer,
+    token: Option<String>,
+}
+
+impl Target {
+    async fn open(a: &AppendArgs, tmp: &std::path::Path) -> Result<Target> {
+        let token = match &a.token_file {
+            Some(f) => Some(std::fs::read_to_string(f)?.trim().to_string()),
+            None => None,
+        };
+        let (node, key) = match &a.node {
+            Some(_) => {
+                let skey = a.skey.as_ref().context("--skey")?;
+                let key = Signer::from_skey(std::fs::read_to_string(skey)?.trim())?;
+                (None, key)
+            }
+            None => {
+                let placement = if a.in_process {
+                    Placement::InProcess
+                } else {
+                    Placement::Child
+                };
+                let n =
+                    InProcNode::start_placed(tmp, "bench", &["alice"], |_| {}, placement).await?;
+                let key = n.party("alice")?;
+                (Some(n), key)
+            }
+        };
+        let mut chans = Vec::new();
+        for _ in 0..a.connections.max(1) {
+            chans.push(match (&node, &a.node) {
+                (Some(n), _) => n.channel().await?,
+                (None, Some(url)) => {
+                    let ca = std::fs::read(a.ca.as_ref().context("--ca")?)?;
+                    accord_node::tls::connect(url, &ca, None, &a.server_name).await?
+                }
+                (None, None) => unreachable!("a node is started or given"),
+            });
+        }
+        Ok(Target {
+            node,
+            chans,
+            key,
+            token,
+        })
     }
-    eprintln!("signing {} records of ~{} bytes ...", a.records, a.size);
-    let recs = Arc::new(sign_all(&alice, 0, a.records, a.size));
+
+    fn client(&self, i: usize) -> Result<crate::creds::WorkClient> {
+        let bearer = crate::creds::Bearer::new(self.token.as_deref().unwrap_or(""))?;
+        Ok(WorkServiceClient::with_interceptor(
+            self.chans[i % self.chans.len()].clone(),
+            bearer,
+        ))
+    }
+}
+
+/// Runs `clients` tasks that take records from `recs` (in chunks of `chunk`, by `SubmitBatch`
+/// when `chunk > 1`, else by unary `Submit`), optionally paced to `pace` between calls per
+/// client; returns the per-call latency histogram and the wall time.
+async fn drive(
+    target: &Target,
+    recs: Arc<Vec<SignedRecord>>,
+    clients: usize,
+    chunk: usize,
+    pace: Option<Duration>,
+    label: &str,
+) -> Result<(Histogram<u64>, Duration)> {
     let next = Arc::new(AtomicUsize::new(0));
-    let progress = crate::output::bar(a.records as u64, "appending (full load)");
+    let progress = crate::output::bar(recs.len() as u64, label);
     let start = Instant::now();
     let mut tasks = Vec::new();
-    for c in 0..a.clients {
+    for c in 0..clients.max(1) {
         let (recs, next, progress) = (recs.clone(), next.clone(), progress.clone());
-        let mut client = WorkServiceClient::new(chans[c % chans.len()].clone());
+        let mut client = target.client(c)?;
         tasks.push(tokio::spawn(async move {
             let mut h = Histogram::<u64>::new(3).expect("histogram");
+            let mut tick = pace.map(|p| {
+                let mut t = tokio::time::interval(p);
+                t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+                t
+            });
             loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(r) = recs.get(i) else { break };
+                if let Some(t) = &mut tick {
+                    t.tick().await;
+                }
+                let i = next.fetch_add(chunk, Ordering::Relaxed);
+                if i >= recs.len() {
+                    break;
+                }
+                let end = (i + chunk).min(recs.len());
                 let t = Instant::now();
-                client
-                    .submit(SubmitRequest {
-                        record: Some(r.clone()),
-                    })
-                    .await?;
+                if chunk == 1 {
+                    client
+                        .submit(SubmitRequest {
+                            record: Some(recs[i].clone()),
+                        })
+                        .await?;
+                } else {
+                    let results = client
+                        .submit_batch(SubmitBatchRequest {
+                            records: recs[i..end].to_vec(),
+                        })
+                        .await?
+                        .into_inner()
+                        .results;
+                    if let Some(bad) = results
+                        .iter()
+                        .find(|r| !matches!(r.result, Some(submit_result::Result::Ok(_))))
+                    {
+                        anyhow::bail!("a record of the batch was not recorded: {bad:?}");
+                    }
+                }
                 h.record(t.elapsed().as_micros() as u64).ok();
-                progress.inc(1);
+                progress.inc((end - i) as u64);
             }
             anyhow::Ok(h)
         }));
@@ -135,51 +255,77 @@ pub async fn append(a: AppendArgs, out: crate::output::Output) -> Result<()> {
         hist.add(t.await??)?;
     }
     progress.finish_and_clear();
-    let secs = start.elapsed().as_secs_f64();
-    let rate = a.records as f64 / secs;
+    Ok((hist, start.elapsed()))
+}
 
-    // Half load: each client paces itself so that together they offer rate / 2.
-    let half = rate / 2.0;
-    let per_client = Duration::from_secs_f64(a.clients as f64 / half);
+/// `accordctl bench append`: recorded appends per second of signed 1 KiB records from many
+/// concurrent clients — by `SubmitBatch`, then by unary `Submit` — then unary p50/p99 latency at
+/// half the unary rate, beside this machine's Ed25519 `verify_batch` rate measured in the same
+/// run. The node runs as a child process unless `--in-process` (or `--node` targets one).
+pub async fn append(mut a: AppendArgs, mut out: crate::output::Output) -> Result<()> {
+    if a.json {
+        out = crate::output::Output::Json;
+    }
+    if a.quick {
+        a.records = a.records.min(4_000);
+        a.latency_secs = a.latency_secs.min(2);
+    }
+    let tmp = tempfile::tempdir()?;
+    let target = Target::open(&a, tmp.path()).await?;
+    let tag = format!("bench-{:08x}", rand::random::<u32>());
+    eprintln!("signing {} records of ~{} bytes ...", 2 * a.records, a.size);
+    let batch_recs = Arc::new(sign_all(&target.key, &tag, 0, a.records, a.size));
+    let unary_recs = Arc::new(sign_all(&target.key, &tag, a.records, a.records, a.size));
+
+    let chunk = a.batch.max(1);
+    let (batch_hist, secs) = drive(
+        &target,
+        batch_recs,
+        a.clients,
+        chunk,
+        None,
+        "appending (SubmitBatch)",
+    )
+    .await?;
+    let rate = a.records as f64 / secs.as_secs_f64();
+    let (hist, secs) = drive(
+        &target,
+        unary_recs,
+        a.clients,
+        1,
+        None,
+        "appending (Submit)",
+    )
+    .await?;
+    let rate_unary = a.records as f64 / secs.as_secs_f64();
+
+    // Half load: each client paces itself so that together they offer half the unary rate.
+    let half = rate_unary / 2.0;
+    let per_client = Duration::from_secs_f64(a.clients.max(1) as f64 / half);
     let n_half = (half * a.latency_secs as f64) as usize;
-    let recs = Arc::new(sign_all(&alice, a.records, n_half, a.size));
-    let next = Arc::new(AtomicUsize::new(0));
-    let progress = crate::output::bar(n_half as u64, "appending (half load)");
-    let mut tasks = Vec::new();
-    for c in 0..a.clients {
-        let (recs, next, progress) = (recs.clone(), next.clone(), progress.clone());
-        let mut client = WorkServiceClient::new(chans[c % chans.len()].clone());
-        tasks.push(tokio::spawn(async move {
-            let mut h = Histogram::<u64>::new(3).expect("histogram");
-            let mut tick = tokio::time::interval(per_client);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
-            loop {
-                tick.tick().await;
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(r) = recs.get(i) else { break };
-                let t = Instant::now();
-                client
-                    .submit(SubmitRequest {
-                        record: Some(r.clone()),
-                    })
-                    .await?;
-                h.record(t.elapsed().as_micros() as u64).ok();
-                progress.inc(1);
-            }
-            anyhow::Ok(h)
-        }));
+    let recs = Arc::new(sign_all(&target.key, &tag, 2 * a.records, n_half, a.size));
+    let (lat, _) = drive(
+        &target,
+        recs,
+        a.clients,
+        1,
+        Some(per_client),
+        "appending (half load)",
+    )
+    .await?;
+    if let Some(n) = target.node {
+        n.stop().await?;
     }
-    let mut lat = Histogram::<u64>::new(3)?;
-    for t in tasks {
-        lat.add(t.await??)?;
-    }
-    progress.finish_and_clear();
-    node.stop().await?;
 
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
-        .unwrap_or(1);
+        .unwrap_or(1)
+        .min(2);
     let verify = ed25519_batch_rate(cores, a.size);
+    let (p50, p99) = (
+        ms(lat.value_at_quantile(0.5)),
+        ms(lat.value_at_quantile(0.99)),
+    );
     if out == crate::output::Output::Json {
         crate::output::json(&serde_json::json!({
             "bench": "append",
@@ -187,39 +333,50 @@ pub async fn append(a: AppendArgs, out: crate::output::Output) -> Result<()> {
             "records": a.records,
             "record_bytes": a.size,
             "connections": a.connections,
+            "batch": chunk,
+            "quick": a.quick,
+            "placement": if a.node.is_some() { "remote" } else if a.in_process { "in_process" } else { "child_process" },
             "appends_per_s": rate,
-            "limit": {"what": "Ed25519 verify_batch/s", "cores": cores, "per_s": verify},
-            "ratio_to_limit": rate / verify,
-            "full_load_latency_ms": {"p50": ms(hist.value_at_quantile(0.5)), "p99": ms(hist.value_at_quantile(0.99))},
-            "half_load": {
-                "offered_per_s": half,
-                "records": lat.len(),
-                "latency_ms": {"p50": ms(lat.value_at_quantile(0.5)), "p99": ms(lat.value_at_quantile(0.99))},
-            },
+            "appends_per_s_unary": rate_unary,
+            "verify_batch_per_s_2core": verify,
+            "verify_cores": cores,
+            "ratio": rate / verify,
+            "ratio_unary": rate_unary / verify,
+            "p50_ms_half_load": p50,
+            "p99_ms_half_load": p99,
+            "half_load_offered_per_s": half,
+            "half_load_records": lat.len(),
+            "batch_call_p50_ms": ms(batch_hist.value_at_quantile(0.5)),
+            "batch_call_p99_ms": ms(batch_hist.value_at_quantile(0.99)),
+            "unary_full_load_p50_ms": ms(hist.value_at_quantile(0.5)),
+            "unary_full_load_p99_ms": ms(hist.value_at_quantile(0.99)),
         }));
         return Ok(());
     }
     println!();
     println!(
-        "accordctl bench append — {} clients, {} records of ~{} B, {} connections",
+        "accordctl bench append — {} clients, {} records of ~{} B per phase, {} connections, batches of {chunk}",
         a.clients, a.records, a.size, a.connections
     );
-    println!("  recorded appends/s (signatures verified, synced group commit): {rate:>10.0}");
-    println!("  Ed25519 verify_batch/s on this machine's {cores} cores:            {verify:>10.0}");
+    println!("  recorded appends/s, SubmitBatch (verified, synced group commit): {rate:>10.0}");
     println!(
-        "  ratio appends / batch-verify:                                  {:>10.1}%",
+        "  recorded appends/s, unary Submit:                               {rate_unary:>10.0}"
+    );
+    println!(
+        "  Ed25519 verify_batch/s on {cores} cores:                              {verify:>10.0}"
+    );
+    println!(
+        "  ratio batch appends / batch-verify:                              {:>9.1}%",
         100.0 * rate / verify
     );
     println!(
-        "  latency at full load:   p50 {:>7.2} ms   p99 {:>7.2} ms",
+        "  unary latency at full load: p50 {:>7.2} ms   p99 {:>7.2} ms",
         ms(hist.value_at_quantile(0.5)),
         ms(hist.value_at_quantile(0.99))
     );
     println!(
-        "  latency at half load ({half:.0}/s offered, {} records): p50 {:>7.2} ms   p99 {:>7.2} ms",
+        "  unary latency at half load ({half:.0}/s offered, {} records): p50 {p50:>7.2} ms   p99 {p99:>7.2} ms",
         lat.len(),
-        ms(lat.value_at_quantile(0.5)),
-        ms(lat.value_at_quantile(0.99))
     );
     Ok(())
 }

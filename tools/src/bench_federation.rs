@@ -5,7 +5,7 @@
 //! p50/p99 latency from submit-at-A to admitted-at-B at a paced load, beside this machine's
 //! one-core Ed25519 `verify_batch` rate.
 
-use crate::inproc::{InProcNode, add_peer, admin_request};
+use crate::inproc::{InProcNode, Placement, add_peer, admin_request};
 use accord_proto::note::Signer;
 use accord_proto::pb::admin::v1::{self as admin, admin_service_client::AdminServiceClient};
 use accord_proto::pb::record::v1::{
@@ -42,6 +42,15 @@ pub struct FederationArgs {
     /// Offered load in the latency phase, records per second (0 = half the measured rate).
     #[arg(long, default_value_t = 0.0)]
     pub latency_rate: f64,
+    /// Run both nodes inside accordctl's process instead of as `accord-node serve` children.
+    #[arg(long)]
+    pub in_process: bool,
+    /// A short run (well under 40 s) so that CI runs every bench once.
+    #[arg(long)]
+    pub quick: bool,
+    /// Print one JSON object as the last line (same as `--output json`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn record(i: usize, size: usize) -> Record {
@@ -98,15 +107,27 @@ async fn ledger_size(c: &mut AdminServiceClient<Channel>, node: &InProcNode) -> 
 }
 
 /// `accordctl bench federation`.
-pub async fn run(a: FederationArgs, out: crate::output::Output) -> Result<()> {
+pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Result<()> {
+    if a.json {
+        out = crate::output::Output::Json;
+    }
+    if a.quick {
+        a.records = a.records.min(2_000);
+        a.latency_records = a.latency_records.min(200);
+    }
+    let placement = if a.in_process {
+        Placement::InProcess
+    } else {
+        Placement::Child
+    };
     let tmp = tempfile::tempdir()?;
     let tune = |t: &mut String| {
         t.push_str(
             "\n[federation]\nretry_base_ms = 20\nretry_max_ms = 500\nreceipt_poll_ms = 500\n",
         );
     };
-    let na = InProcNode::start(tmp.path(), "acme", &["alice"], tune).await?;
-    let nb = InProcNode::start(tmp.path(), "globex", &["bob"], tune).await?;
+    let na = InProcNode::start_placed(tmp.path(), "acme", &["alice"], tune, placement).await?;
+    let nb = InProcNode::start_placed(tmp.path(), "globex", &["bob"], tune, placement).await?;
     // Wait until both serve, then peer them both ways.
     for n in [&na, &nb] {
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -265,6 +286,12 @@ pub async fn run(a: FederationArgs, out: crate::output::Output) -> Result<()> {
         crate::output::json(&serde_json::json!({
             "bench": "federation",
             "records": a.records,
+            "quick": a.quick,
+            "placement": if a.in_process { "in_process" } else { "child_process" },
+            "verify_batch_per_s_1core": verify,
+            "ratio": rate / verify,
+            "p50_ms_half_load": q(0.5),
+            "p99_ms_half_load": q(0.99),
             "record_bytes": a.size,
             "clients": a.clients,
             "federated_per_s": rate,

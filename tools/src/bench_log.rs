@@ -19,6 +19,12 @@ pub struct LogArgs {
     /// Proofs timed per size.
     #[arg(long, default_value_t = 2000)]
     pub proofs: u64,
+    /// A short run (sizes 1000 and 100000, 500 proofs) so that CI runs every bench once.
+    #[arg(long)]
+    pub quick: bool,
+    /// Print one JSON object as the last line.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Counts node reads, to show the O(log n) shape independently of caches.
@@ -78,8 +84,13 @@ async fn fill(ledger: &Ledger<()>, from: u64, to: u64) -> Result<()> {
 }
 
 /// Runs the benchmark.
-pub async fn run(a: LogArgs) -> Result<()> {
+pub async fn run(mut a: LogArgs) -> Result<()> {
+    if a.quick {
+        a.sizes = vec![1_000, 100_000];
+        a.proofs = a.proofs.min(500);
+    }
     let tmp = tempfile::tempdir()?;
+    let mut rows = Vec::new();
     let (ledger, writer) =
         Ledger::open(tmp.path(), Null, 4096, accord_node::clock::Clock::system())?;
     let mut sizes = a.sizes.clone();
@@ -132,10 +143,14 @@ pub async fn run(a: LogArgs) -> Result<()> {
                 Ok((inc, con, root, counting.1.get() as f64 / samples as f64))
             })
             .await??;
+        let fill_rate = (size as f64) / fill_secs.max(1e-9);
         println!(
-            "  {size:>10}  {inc:>14.1}  {con:>14.1}  {root:>12.1}  {reads:>16.1}   (filled at {:.0} appends/s)",
-            (size as f64) / fill_secs.max(1e-9)
+            "  {size:>10}  {inc:>14.1}  {con:>14.1}  {root:>12.1}  {reads:>16.1}   (filled at {fill_rate:.0} appends/s)",
         );
+        rows.push(serde_json::json!({
+            "size": size, "inclusion_us": inc, "consistency_us": con, "root_us": root,
+            "reads_per_inclusion": reads, "fill_appends_per_s": fill_rate,
+        }));
     }
     ledger.stop().await;
     let _ = tokio::task::spawn_blocking(move || writer.join()).await;
@@ -147,9 +162,19 @@ pub async fn run(a: LogArgs) -> Result<()> {
     for _ in 0..n {
         cp.sign(&signer)?;
     }
-    println!(
-        "  checkpoint signing (C2SP signed note, Ed25519): {:.1} µs each",
-        t.elapsed().as_secs_f64() * 1e6 / n as f64
-    );
+    let sign_us = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+    println!("  checkpoint signing (C2SP signed note, Ed25519): {sign_us:.1} µs each");
+    if a.json {
+        let f = |k: &str, i: usize| rows[i][k].as_f64().unwrap_or(0.0);
+        let last = rows.len().saturating_sub(1);
+        crate::output::json(&serde_json::json!({
+            "bench": "log",
+            "quick": a.quick,
+            "sizes": rows,
+            "inclusion_time_ratio": f("inclusion_us", last) / f("inclusion_us", 0).max(1e-9),
+            "node_reads_ratio": f("reads_per_inclusion", last) / f("reads_per_inclusion", 0).max(1e-9),
+            "checkpoint_sign_us": sign_us,
+        }));
+    }
     Ok(())
 }

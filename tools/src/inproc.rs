@@ -1,5 +1,7 @@
-//! In-process Accord nodes for the demo and the benchmarks: `accord-node init` into a temporary
-//! directory, then [`accord_node::run`] on `127.0.0.1:0`, stopped (gracefully) on drop.
+//! Accord nodes for the demo and the benchmarks: `accord-node init` into a temporary directory,
+//! then either [`accord_node::run`] on `127.0.0.1:0` inside this process, or `accord-node serve`
+//! as a child process (the benchmarks' default, so that client and server costs are not mixed in
+//! one runtime — issue 14). Stopped (gracefully) on drop.
 
 use accord_node::config::Config;
 use anyhow::{Context, Result};
@@ -8,7 +10,7 @@ use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 
-/// A node running inside this process.
+/// A node running inside this process, or as a child process.
 pub struct InProcNode {
     /// Organisation name.
     pub name: String,
@@ -18,19 +20,114 @@ pub struct InProcNode {
     pub addr: SocketAddr,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<Result<(), accord_node::Error>>>,
+    child: Option<std::process::Child>,
+}
+
+/// Where a node runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// `accord_node::run` on this process's runtime.
+    InProcess,
+    /// `accord-node serve` (the binary beside `accordctl`) as a child process.
+    Child,
 }
 
 impl InProcNode {
     /// Initialises `name` under `root` with `parties`, lets `edit` change the config text, and
-    /// starts it.
-    pub async fn start(
+    /// starts it in this process or in a child process.
+    pub async fn start_placed(
         root: &std::path::Path,
         name: &str,
         parties: &[&str],
         edit: impl FnOnce(&mut String),
+        placement: Placement,
     ) -> Result<InProcNode> {
         init_node(root, name, parties)?;
-        Self::start_initialised(root, name, edit).await
+        match placement {
+            Placement::InProcess => Self::start_initialised(root, name, edit).await,
+            Placement::Child => Self::start_child(root, name, edit).await,
+        }
+    }
+
+    /// Starts `accord-node serve` for a node initialised under `root/name`, reads the address it
+    /// bound from its first line (`listening ADDR`), and waits until it answers health SERVING.
+    pub async fn start_child(
+        root: &std::path::Path,
+        name: &str,
+        edit: impl FnOnce(&mut String),
+    ) -> Result<InProcNode> {
+        use std::io::BufRead;
+        let dir = root.join(name);
+        let cfg = dir.join("accord.toml");
+        let mut text = std::fs::read_to_string(&cfg)?;
+        edit(&mut text);
+        std::fs::write(&cfg, &text)?;
+        let bin = std::env::current_exe()?.with_file_name("accord-node");
+        if !bin.exists() {
+            anyhow::bail!(
+                "{} not found; build it first (cargo build --bins), or pass --in-process",
+                bin.display()
+            );
+        }
+        let mut child = std::process::Command::new(&bin)
+            .args(["serve", "--config"])
+            .arg(&cfg)
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("start {}", bin.display()))?;
+        let stdout = child.stdout.take().context("child stdout")?;
+        let line = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            tokio::task::spawn_blocking(move || {
+                let mut line = String::new();
+                std::io::BufReader::new(stdout)
+                    .read_line(&mut line)
+                    .map(|_| line)
+            }),
+        )
+        .await
+        .context("accord-node did not report its address within 60 s")???;
+        let addr: SocketAddr = line
+            .trim()
+            .strip_prefix("listening ")
+            .with_context(|| format!("unexpected first line from accord-node: {line:?}"))?
+            .parse()?;
+        let node = InProcNode {
+            name: name.into(),
+            dir,
+            addr,
+            shutdown: CancellationToken::new(),
+            task: None,
+            child: Some(child),
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let serving = async {
+                let mut h =
+                    tonic_health::pb::health_client::HealthClient::new(node.channel().await?);
+                let r = h
+                    .check(tonic_health::pb::HealthCheckRequest {
+                        service: String::new(),
+                    })
+                    .await?
+                    .into_inner();
+                anyhow::Ok(
+                    r.status() == tonic_health::pb::health_check_response::ServingStatus::Serving,
+                )
+            };
+            if serving.await.unwrap_or(false) {
+                return Ok(node);
+            }
+            if std::time::Instant::now() > deadline {
+                anyhow::bail!("accord-node at {addr} not SERVING within 60 s");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
     }
 
     /// Starts a node already initialised under `root/name` (see [`init_node`]).
@@ -55,6 +152,7 @@ impl InProcNode {
             addr,
             shutdown,
             task: Some(task),
+            child: None,
         })
     }
 
@@ -83,11 +181,18 @@ impl InProcNode {
         Ok(accord_proto::note::Signer::from_skey(t.trim())?)
     }
 
-    /// Stops the node gracefully and waits for it.
+    /// Stops the node gracefully (SIGTERM for a child process) and waits for it.
     pub async fn stop(mut self) -> Result<()> {
         self.shutdown.cancel();
         if let Some(t) = self.task.take() {
             t.await?.map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+        if let Some(mut child) = self.child.take() {
+            std::process::Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status()?;
+            let status = tokio::task::spawn_blocking(move || child.wait()).await??;
+            anyhow::ensure!(status.success(), "accord-node exited with {status}");
         }
         Ok(())
     }
@@ -96,6 +201,10 @@ impl InProcNode {
 impl Drop for InProcNode {
     fn drop(&mut self) {
         self.shutdown.cancel();
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
