@@ -118,7 +118,14 @@ pub(crate) async fn open(config: Config, clock: Clock) -> Result<Opened, Error> 
     let max_batch = config.ledger.max_batch;
     let writer_clock = clock.clone();
     let (ledger, writer) = tokio::task::spawn_blocking(move || {
-        Ledger::open(&data_dir, machine, max_batch, writer_clock)
+        // Federation declares its own column families; the ledger's store creates them.
+        Ledger::open_with(
+            &data_dir,
+            crate::federation::db::CFS,
+            machine,
+            max_batch,
+            writer_clock,
+        )
     })
     .await
     .map_err(|e| Error::Internal(e.to_string()))??;
