@@ -132,6 +132,10 @@ mod tests {
             per_minute: 1,
         });
         assert_eq!(s.code(), tonic::Code::ResourceExhausted);
-        assert!(s.message().starts_with("too_many_rejections"));
+        assert!(
+            s.message().contains("too_many_rejections: 9 records"),
+            "{}",
+            s.message()
+        );
     }
 }

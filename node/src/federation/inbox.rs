@@ -8,7 +8,7 @@ use super::declaration::admission_receipt;
 use super::error::FedError;
 use super::refusals::refuse;
 use crate::error::Error;
-use crate::node::Node;
+use crate::federation::FedContext;
 use accord_proto::pb::federation::v1::Signed;
 use accord_proto::signing::RecordId;
 use rustls::pki_types::CertificateDer;
@@ -20,12 +20,12 @@ pub use super::refusals::{Refusal, refusals};
 /// `FederationService.GetReceipts`: the latest receipt of each record the calling peer (known
 /// by its TLS identity) delivered, with the proof once a checkpoint includes the admission.
 pub async fn get_receipts(
-    node: &Arc<Node>,
+    cx: &FedContext,
     ids: Vec<RecordId>,
     chain: Option<Arc<Vec<CertificateDer<'static>>>>,
 ) -> Result<Vec<Signed>, FedError> {
     let callers: Vec<String> = match chain.as_deref() {
-        Some(c) => node
+        Some(c) => cx
             .federation
             .peers
             .list()
@@ -37,13 +37,13 @@ pub async fn get_receipts(
     };
     if callers.is_empty() {
         return Err(refuse(
-            node,
+            cx,
             "",
             codes::WRONG_TLS_IDENTITY,
             "GetReceipts: the TLS client certificate is no enabled peer's identity".into(),
         ));
     }
-    let n = node.clone();
+    let n = cx.clone();
     tokio::task::spawn_blocking(move || {
         let mut out = Vec::new();
         for id in ids {

@@ -22,6 +22,7 @@
 //! that never did accepts its first checkpoint on trust — and the fork is then a signed,
 //! non-repudiable statement by the sender's key that its witnesses will refuse to co-sign.
 
+use super::FedContext;
 use super::codes;
 use super::error::{BadProof, FedError};
 use super::peers::Peer;
@@ -36,7 +37,6 @@ use accord_proto::pb::log::v1::GetConsistencyProofRequest;
 use accord_proto::pb::log::v1::log_service_client::LogServiceClient;
 use accord_proto::pb::record::v1::SignedRecord;
 use prost::Message;
-use std::sync::Arc;
 
 /// Most hashes in one proof (a tree of 2^64 leaves needs 64; consistency at most ~128).
 const MAX_PROOF: usize = 130;
@@ -44,8 +44,8 @@ const MAX_PROOF: usize = 130;
 pub use super::decisions::Held;
 
 /// The largest checkpoint of `peer` verified here, if any.
-pub fn held(node: &Node, peer: &str) -> Result<Option<Held>, Error> {
-    node.federation.decisions.held(peer)
+pub fn held(cx: &FedContext, peer: &str) -> Result<Option<Held>, Error> {
+    cx.federation.decisions.held(peer)
 }
 
 /// What [`verify`] established.
@@ -62,11 +62,11 @@ impl Verified {
     pub fn keep(
         &self,
         batch: &mut crate::ledger::Batch,
-        node: &Node,
+        cx: &FedContext,
         peer: &str,
     ) -> Result<(), Error> {
         match &self.grew {
-            Some(h) => node.federation.decisions.put_held(batch, peer, h),
+            Some(h) => cx.federation.decisions.put_held(batch, peer, h),
             None => Ok(()),
         }
     }
@@ -91,7 +91,7 @@ pub fn record_leaf(r: &SignedRecord) -> [u8; 32] {
 
 /// Verifies an envelope's log proof (see the module doc). Err is the refusal (recorded).
 pub async fn verify(
-    node: &Arc<Node>,
+    cx: &FedContext,
     peer: &Peer,
     env: &Envelope,
     now: i64,
@@ -103,7 +103,7 @@ pub async fn verify(
             grew: None,
         });
     };
-    let bad = |d: String| refuse(node, peer.name(), codes::BAD_LOG_PROOF, d);
+    let bad = |d: String| refuse(cx, peer.name(), codes::BAD_LOG_PROOF, d);
     let note =
         Note::parse(lp.checkpoint.as_bytes()).map_err(|e| bad(format!("checkpoint: {e}")))?;
     let cp = Checkpoint::parse(note.text()).map_err(|e| bad(format!("checkpoint: {e}")))?;
@@ -137,12 +137,12 @@ pub async fn verify(
         proven[i] = true;
     }
 
-    let inconsistent = |d: String| refuse(node, peer.name(), codes::LOG_INCONSISTENT, d);
+    let inconsistent = |d: String| refuse(cx, peer.name(), codes::LOG_INCONSISTENT, d);
     let grew = Some(Held {
         size: cp.size,
         root: hex::encode(cp.root),
     });
-    let grew = match held(node, peer.name())? {
+    let grew = match held(cx, peer.name())? {
         None => grew,
         Some(h) => {
             let root: [u8; 32] = hex::decode(&h.root)
@@ -167,7 +167,7 @@ pub async fn verify(
                 let proof = if lp.consistency_from_size == h.size {
                     hashes(&lp.consistency_proof, "consistency_proof").map_err(|e| bad(e.0))?
                 } else {
-                    fetch_consistency(node, peer, h.size, cp.size).await?
+                    fetch_consistency(cx, peer, h.size, cp.size).await?
                 };
                 verify_consistency(h.size, cp.size, &proof, &root, &cp.root).map_err(|e| {
                     inconsistent(format!(
@@ -184,12 +184,12 @@ pub async fn verify(
 
 /// The consistency proof between two sizes of the peer's log, from its LogService.
 async fn fetch_consistency(
-    node: &Arc<Node>,
+    cx: &FedContext,
     peer: &Peer,
     size1: u64,
     size2: u64,
 ) -> Result<Vec<[u8; 32]>, FedError> {
-    let ch = super::channel(node, peer)?;
+    let ch = super::channel(cx, peer)?;
     let resp = match LogServiceClient::new(ch)
         .get_consistency_proof(GetConsistencyProofRequest { size1, size2 })
         .await
@@ -206,7 +206,7 @@ async fn fetch_consistency(
             ) =>
         {
             return Err(refuse(
-                node,
+                cx,
                 peer.name(),
                 codes::LOG_INCONSISTENT,
                 format!(
@@ -224,7 +224,7 @@ async fn fetch_consistency(
         }
     };
     hashes(&resp.hashes, "fetched consistency proof")
-        .map_err(|d| refuse(node, peer.name(), codes::LOG_INCONSISTENT, d.0))
+        .map_err(|d| refuse(cx, peer.name(), codes::LOG_INCONSISTENT, d.0))
 }
 
 /// Sender side: the log proof for records at these ledger sequences (leaf indexes), with a

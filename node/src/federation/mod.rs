@@ -68,6 +68,40 @@ use tonic::transport::Channel;
 /// Largest gRPC message either side of FederationService accepts.
 pub const MAX_MESSAGE: usize = 64 * 1024 * 1024;
 
+/// What federation's admission side (admission, quarantine, receipts, refusals, log proofs)
+/// needs of the node (issue 10, item 1): narrow handles, built once in `node.rs`, instead of
+/// the whole [`Node`].
+#[derive(Debug, Clone)]
+pub struct FedContext {
+    /// This organisation's name.
+    pub name: String,
+    /// The node key: signs admission declarations and receipts.
+    pub signer: accord_proto::note::Signer,
+    /// The ledger: peer records and declarations are appended through its writer.
+    pub ledger: crate::ledger::Ledger<k::Record>,
+    /// Peers, decisions, quarantine, queues and the sender's receipts.
+    pub federation: Arc<Federation>,
+    /// Refused envelopes and calls.
+    pub refusals: Arc<refusals::Refusals>,
+    /// The node's checkpoints (receipts carry their proofs).
+    pub log: Arc<crate::log::LogState>,
+    /// The node's one clock.
+    pub clock: crate::clock::Clock,
+    /// Admission and refusal counters.
+    pub metrics: crate::metrics::Metrics,
+    /// Federation settings.
+    pub config: crate::config::FederationConfig,
+    /// This node's TLS certificate and key, presented to peers.
+    pub tls: (std::path::PathBuf, std::path::PathBuf),
+}
+
+impl FedContext {
+    /// This organisation's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 /// The operator's party name inside the organisation: author of hand-made admission decisions.
 pub const OPERATOR_PARTY: &str = "operator";
 
@@ -135,15 +169,15 @@ impl Federation {
 
 /// A mutual-TLS channel to a peer (the sender's deliveries, and the inbox fetching consistency
 /// proofs): our own TLS connector with the peer's CA and, if pinned, its leaf (issue 8).
-pub(crate) fn channel(node: &Node, peer: &peers::Peer) -> Result<Channel, Error> {
+pub(crate) fn channel(cx: &FedContext, peer: &peers::Peer) -> Result<Channel, Error> {
     crate::tls::peer_channel(
         &peer.record.endpoint,
         &peer.record.tls_pem,
         &peer.record.pin_sha256,
-        &node.config.tls.cert,
-        &node.config.tls.key,
+        &cx.tls.0,
+        &cx.tls.1,
         Duration::from_secs(3),
-        Duration::from_millis(node.config.federation.request_timeout_ms),
+        Duration::from_millis(cx.config.request_timeout_ms),
     )
 }
 
@@ -152,6 +186,6 @@ pub fn spawn(node: &Arc<Node>, shutdown: &CancellationToken) -> Vec<tokio::task:
     vec![
         tokio::spawn(route::run(node.clone(), shutdown.clone())),
         tokio::spawn(sender::run(node.clone(), shutdown.clone())),
-        tokio::spawn(quarantine::run(node.clone(), shutdown.clone())),
+        tokio::spawn(quarantine::run(node.fed.clone(), shutdown.clone())),
     ]
 }

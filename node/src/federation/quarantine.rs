@@ -22,16 +22,16 @@ use super::codes::{self, Decision};
 use super::decisions::Decisions;
 use super::declaration::Declaration;
 use super::error::FedError;
+use crate::federation::FedContext;
 use crate::ledger::Append;
 use crate::ledger::Batch;
-use crate::node::Node;
 use crate::projection::WORK_SERVICE;
 use accord_proto::pb::record::v1::SignedRecord;
 use accord_proto::signing::RecordId;
 use prost::Message;
 use std::collections::HashSet;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -137,14 +137,14 @@ impl Quarantine {
 /// except those that wait, directly or through others, for `c` itself (they are released by it).
 /// `unwritten` are records of this commitment quarantined earlier in the same envelope.
 pub(crate) fn missing(
-    node: &Node,
+    cx: &FedContext,
     c: &Checked,
     coming: &HashSet<RecordId>,
     before: Option<u64>,
     unwritten: &[(RecordId, Vec<RecordId>)],
 ) -> Result<Vec<RecordId>, FedError> {
-    let store = node.ledger.store();
-    let decisions = &node.federation.decisions;
+    let store = cx.ledger.store();
+    let decisions = &cx.federation.decisions;
     let basis: Vec<RecordId> = c
         .input
         .basis
@@ -207,12 +207,12 @@ pub enum Close {
 }
 
 async fn close(
-    node: &Arc<Node>,
+    cx: &FedContext,
     id: RecordId,
     q: QEntry,
     how: Close,
 ) -> Result<(Decision, RecordId), FedError> {
-    let now = node.clock.now_ms();
+    let now = cx.clock.now_ms();
     let operator = super::OPERATOR_PARTY;
     // The declared time depends on the record and the decision only (issue 16): the time the
     // quarantine opened, or the released record's recorded time.
@@ -237,7 +237,7 @@ async fn close(
                 Some(c) => c.clone(),
                 None => kept(id, &q)?,
             };
-            let r = node
+            let r = cx
                 .ledger
                 .append(Append {
                     id,
@@ -265,10 +265,10 @@ async fn close(
         closes: Some(q.admission_id),
         declared_at,
     }
-    .sign(&node.signer, node.name())?;
+    .sign(&cx.signer, cx.name())?;
     let admission_id = a.id;
-    let r = node.ledger.append(a).await?;
-    let decisions = &node.federation.decisions;
+    let r = cx.ledger.append(a).await?;
+    let decisions = &cx.federation.decisions;
     let mut batch = decisions.batch();
     decisions.forget_quarantined(&mut batch, &id, &q)?;
     if let Some(mut e) = decisions.entry(&id)? {
@@ -283,8 +283,8 @@ async fn close(
     }
     decisions.write(batch).await?;
     tracing::info!(peer = %q.peer, record_id = %hex::encode(id), decision = %decision, author, admission_seq = r.sequence, "federation: quarantine closed");
-    node.metrics.admission(&decision);
-    let fed = &node.federation;
+    cx.metrics.admission(&decision);
+    let fed = &cx.federation;
     fed.quarantine.wake(fed.quarantine.waiters(&id)?);
     Ok((decision, admission_id))
 }
@@ -297,8 +297,8 @@ fn kept(id: RecordId, q: &QEntry) -> Result<Checked, FedError> {
 }
 
 /// Looks at a quarantined record again: released when nothing is missing any more.
-pub async fn process(node: &Arc<Node>, id: RecordId) -> Result<(), FedError> {
-    let fed = &node.federation;
+pub async fn process(cx: &FedContext, id: RecordId) -> Result<(), FedError> {
+    let fed = &cx.federation;
     let Some(q) = fed.quarantine.get(&id)? else {
         return Ok(());
     };
@@ -312,9 +312,9 @@ pub async fn process(node: &Arc<Node>, id: RecordId) -> Result<(), FedError> {
     }
     // Decoded once: released, the same record goes to the kernel.
     let c = kept(id, &q)?;
-    let now_missing = missing(node, &c, &HashSet::new(), Some(q.qseq), &[])?;
+    let now_missing = missing(cx, &c, &HashSet::new(), Some(q.qseq), &[])?;
     if now_missing.is_empty() {
-        close(node, id, q, Close::Release(Some(c))).await?;
+        close(cx, id, q, Close::Release(Some(c))).await?;
     } else if now_missing != q.missing {
         let mut batch = fed.decisions.batch();
         fed.decisions
@@ -326,12 +326,12 @@ pub async fn process(node: &Arc<Node>, id: RecordId) -> Result<(), FedError> {
 
 /// Admits or rejects a quarantined record by hand; returns the admission declaration's id.
 pub async fn decide(
-    node: &Arc<Node>,
+    cx: &FedContext,
     id: RecordId,
     admit: bool,
     reason: String,
 ) -> Result<(Decision, RecordId), crate::error::Error> {
-    let fed = &node.federation;
+    let fed = &cx.federation;
     let q = fed
         .quarantine
         .get(&id)?
@@ -344,7 +344,7 @@ pub async fn decide(
         .ok_or(FedError::NotQuarantined(id))?;
     tracing::info!(record_id = %hex::encode(id), admit, reason = %reason, "federation: operator decision");
     Ok(close(
-        node,
+        cx,
         id,
         q,
         Close::Operator {
@@ -357,10 +357,10 @@ pub async fn decide(
 }
 
 /// Rejects every quarantined record older than the timeout.
-pub async fn sweep(node: &Arc<Node>) -> Result<(), FedError> {
-    let timeout = node.config.federation.quarantine_timeout_ms as i64;
-    let now = node.clock.now_ms();
-    let fed = &node.federation;
+pub async fn sweep(cx: &FedContext) -> Result<(), FedError> {
+    let timeout = cx.config.quarantine_timeout_ms as i64;
+    let now = cx.clock.now_ms();
+    let fed = &cx.federation;
     for (id, q) in fed.quarantine.list()? {
         if now - q.since < timeout {
             continue;
@@ -368,14 +368,14 @@ pub async fn sweep(node: &Arc<Node>) -> Result<(), FedError> {
         let lock = fed.peer_lock(&q.peer);
         let _g = lock.lock().await;
         if let Some(q) = fed.quarantine.get(&id)? {
-            close(node, id, q, Close::Timeout).await?;
+            close(cx, id, q, Close::Timeout).await?;
         }
     }
     Ok(())
 }
 /// The quarantine task: releases records whose basis arrived, and times quarantines out.
-pub async fn run(node: Arc<Node>, shutdown: CancellationToken) {
-    let fed = &node.federation;
+pub async fn run(cx: FedContext, shutdown: CancellationToken) {
+    let fed = &cx.federation;
     let Some(mut rx) = fed.quarantine.take_rx() else {
         return;
     };
@@ -385,19 +385,19 @@ pub async fn run(node: Arc<Node>, shutdown: CancellationToken) {
         Ok(all) => fed.quarantine.wake(all.into_iter().map(|(id, _)| id)),
         Err(e) => tracing::warn!(error = %e, "quarantine: list"),
     }
-    let period = (node.config.federation.quarantine_timeout_ms / 4).clamp(50, 1000);
+    let period = (cx.config.quarantine_timeout_ms / 4).clamp(50, 1000);
     let mut tick = tokio::time::interval(Duration::from_millis(period));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             Some(id) = rx.recv() => {
-                if let Err(e) = process(&node, id).await {
+                if let Err(e) = process(&cx, id).await {
                     tracing::warn!(record_id = %hex::encode(id), error = %e, "quarantine: re-evaluation failed");
                 }
             }
             _ = tick.tick() => {
-                if let Err(e) = sweep(&node).await {
+                if let Err(e) = sweep(&cx).await {
                     tracing::warn!(error = %e, "quarantine: timeout sweep failed");
                 }
             }

@@ -12,13 +12,13 @@
 //! Kept in cf `inbox` by [`super::decisions`] (`x ‖ at ‖ n` → [`Refusal`]). Refusals write
 //! nothing to the ledger.
 
+use super::FedContext;
 use super::decisions;
 use super::error::FedError;
 use crate::config::LimitsConfig;
 use crate::error::Error;
 use crate::ident::truncate;
 use crate::ledger::Store;
-use crate::node::Node;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -147,14 +147,14 @@ impl Refusals {
 
 /// Records a refusal whose source is the claimed `peer` (logged with its code, kept within the
 /// ring's bounds) and returns the error to answer.
-pub fn refuse(node: &Node, peer: &str, code: &'static str, detail: String) -> FedError {
-    refuse_from(node, peer, peer, code, detail)
+pub fn refuse(cx: &FedContext, peer: &str, code: &'static str, detail: String) -> FedError {
+    refuse_from(cx, peer, peer, code, detail)
 }
 
 /// [`refuse`] with an explicit rate-limit source (a remote IP for callers without a peer
 /// identity).
 pub fn refuse_from(
-    node: &Node,
+    cx: &FedContext,
     source: &str,
     peer: &str,
     code: &'static str,
@@ -163,20 +163,20 @@ pub fn refuse_from(
     let detail = truncate(&detail, MAX_FIELD_BYTES);
     let peer = truncate(peer, MAX_FIELD_BYTES);
     tracing::warn!(peer = %peer, source = %truncate(source, 64), code, detail = %detail, "federation: refused");
-    node.metrics.refusal(code);
+    cx.metrics.refusal(code);
     let r = Refusal {
         peer,
         code: code.to_string(),
         detail: detail.clone(),
-        at: node.clock.now_ms(),
+        at: cx.clock.now_ms(),
     };
-    if let Err(e) = node.refusals.record(node.ledger.store(), source, r) {
+    if let Err(e) = cx.refusals.record(cx.ledger.store(), source, r) {
         tracing::warn!(error = %e, "refusal not stored");
     }
     FedError::refused(code, detail)
 }
 
 /// The latest refusals, newest first (the first page of [`Refusals::page`]).
-pub fn refusals(node: &Node, limit: usize) -> Result<Vec<Refusal>, Error> {
-    Ok(node.refusals.page(node.ledger.store(), "", limit)?.0)
+pub fn refusals(cx: &FedContext, limit: usize) -> Result<Vec<Refusal>, Error> {
+    Ok(cx.refusals.page(cx.ledger.store(), "", limit)?.0)
 }

@@ -401,7 +401,7 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
             peer.record.endpoint, peer.record.tls_pem, peer.record.pin_sha256
         );
         if conn.as_ref().is_none_or(|(k, _)| *k != conn_key) {
-            match channel(&node, &peer) {
+            match channel(&node.fed, &peer) {
                 Ok(ch) => conn = Some((conn_key, ch)),
                 Err(e) => {
                     health.error(e.to_string());
@@ -512,7 +512,7 @@ async fn run_poller(node: Arc<Node>, name: String, cancel: CancellationToken) {
             peer.record.endpoint, peer.record.tls_pem, peer.record.pin_sha256
         );
         if conn.as_ref().is_none_or(|(k, _)| *k != key) {
-            match channel(&node, &peer) {
+            match channel(&node.fed, &peer) {
                 Ok(ch) => conn = Some((key, ch)),
                 Err(_) => continue,
             }

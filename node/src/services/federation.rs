@@ -60,7 +60,7 @@ impl tonic::service::Interceptor for PeerGate {
             .unwrap_or_default();
         let Some(chain) = req.peer_certs() else {
             return Err(unauthenticated(crate::federation::refusals::refuse_from(
-                &self.node,
+                &self.node.fed,
                 &source,
                 "",
                 codes::WRONG_TLS_IDENTITY,
@@ -77,7 +77,7 @@ impl tonic::service::Interceptor for PeerGate {
         }
         if let Some(p) = matching.first() {
             return Err(crate::federation::refusals::refuse_from(
-                &self.node,
+                &self.node.fed,
                 p.name(),
                 p.name(),
                 codes::PEER_DISABLED,
@@ -86,7 +86,7 @@ impl tonic::service::Interceptor for PeerGate {
             .into());
         }
         Err(unauthenticated(crate::federation::refusals::refuse_from(
-            &self.node,
+            &self.node.fed,
             &source,
             "",
             codes::WRONG_TLS_IDENTITY,
@@ -152,7 +152,7 @@ impl FederationService for FederationApi {
             .envelope
             .ok_or_else(|| Error::invalid("envelope", "required"))?;
         check_envelope_idents(&env)?;
-        let resp = admission::deliver(&self.node, env, chain).await?;
+        let resp = admission::deliver(&self.node.fed, env, chain).await?;
         tracing::Span::current().record("records", resp.receipts.len().saturating_sub(1));
         Ok(Response::new(resp))
     }
@@ -173,7 +173,7 @@ impl FederationService for FederationApi {
             .enumerate()
             .map(|(i, b)| super::work::record_id_field(&format!("record_ids[{i}]"), b))
             .collect::<Result<Vec<_>, _>>()?;
-        let receipts = inbox::get_receipts(&self.node, ids, chain).await?;
+        let receipts = inbox::get_receipts(&self.node.fed, ids, chain).await?;
         Ok(Response::new(pb::GetReceiptsResponse { receipts }))
     }
 }

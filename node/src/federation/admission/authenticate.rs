@@ -1,11 +1,11 @@
 //! Phase 1: who sent the envelope (see the module doc of [`super`]). Every refusal is recorded
 //! in the refusal ring and answered with its code.
 
+use crate::federation::FedContext;
 use crate::federation::codes;
 use crate::federation::error::FedError;
 use crate::federation::peers::Peer;
 use crate::federation::refusals::refuse;
-use crate::node::Node;
 use accord_proto::pb::federation::v1::{Envelope, Signed};
 use accord_proto::signing::ENVELOPE_PAYLOAD_TYPE;
 use prost::Message;
@@ -14,14 +14,14 @@ use std::sync::Arc;
 
 /// Authenticates `env` (sent over a TLS connection with client `chain`) at `now`.
 pub(super) fn envelope(
-    node: &Node,
+    cx: &FedContext,
     env: &Signed,
     chain: Option<&[CertificateDer<'_>]>,
     now: i64,
 ) -> Result<(Arc<Peer>, Envelope), FedError> {
     if env.payload_type != ENVELOPE_PAYLOAD_TYPE {
         return Err(refuse(
-            node,
+            cx,
             "",
             codes::MALFORMED,
             format!(
@@ -32,23 +32,23 @@ pub(super) fn envelope(
     }
     let e = Envelope::decode(env.payload.as_ref()).map_err(|err| {
         refuse(
-            node,
+            cx,
             "",
             codes::MALFORMED,
             format!("envelope does not decode: {err}"),
         )
     })?;
-    let Some(peer) = node.federation.peers.get(&e.sender) else {
+    let Some(peer) = cx.federation.peers.get(&e.sender) else {
         return Err(refuse(
-            node,
+            cx,
             &e.sender,
             codes::UNKNOWN_PEER,
-            format!("{:?} is not a peer of {}", e.sender, node.name()),
+            format!("{:?} is not a peer of {}", e.sender, cx.name()),
         ));
     };
     if !peer.enabled() {
         return Err(refuse(
-            node,
+            cx,
             &e.sender,
             codes::PEER_DISABLED,
             format!("peer {:?} is disabled", e.sender),
@@ -56,7 +56,7 @@ pub(super) fn envelope(
     }
     if !chain.is_some_and(|c| peer.tls_identity_matches(c)) {
         return Err(refuse(
-            node,
+            cx,
             &e.sender,
             codes::WRONG_TLS_IDENTITY,
             format!(
@@ -65,16 +65,12 @@ pub(super) fn envelope(
             ),
         ));
     }
-    if e.receiver != node.name() {
+    if e.receiver != cx.name() {
         return Err(refuse(
-            node,
+            cx,
             &e.sender,
             codes::WRONG_RECEIVER,
-            format!(
-                "envelope is for {:?}, this is {:?}",
-                e.receiver,
-                node.name()
-            ),
+            format!("envelope is for {:?}, this is {:?}", e.receiver, cx.name()),
         ));
     }
     // Only the peer's node key signs envelopes (issue 8): a party key speaks for its party's
@@ -86,7 +82,7 @@ pub(super) fn envelope(
         .find(|(_, s)| peer.is_party_key_name(&s.key_name))
     {
         return Err(refuse(
-            node,
+            cx,
             &e.sender,
             codes::NOT_NODE_KEY,
             format!(
@@ -97,7 +93,7 @@ pub(super) fn envelope(
     }
     if let Err(r) = peer.verify(ENVELOPE_PAYLOAD_TYPE, &env.payload, &env.signatures, now) {
         return Err(refuse(
-            node,
+            cx,
             &e.sender,
             r.code,
             format!("envelope: {}", r.detail),

@@ -2,11 +2,11 @@
 //! records get their decision from triage.
 
 use super::{Decided, Work};
+use crate::federation::FedContext;
 use crate::federation::codes::{self, Decision};
 use crate::federation::error::FedError;
 use crate::federation::peers::Peer;
 use crate::ledger::Append;
-use crate::node::Node;
 use accord_proto::pb::federation::v1::Signed;
 
 /// Every record's decision, and the receipts already known (duplicates).
@@ -21,12 +21,12 @@ pub(super) struct Committed {
 
 /// Appends the records for the kernel and turns every triaged record into a decision.
 pub(super) async fn kernel(
-    node: &Node,
+    cx: &FedContext,
     peer: &Peer,
     work: Vec<Work>,
 ) -> Result<Committed, FedError> {
     let appends = work.iter().filter_map(|w| match w {
-        Work::Kernel { c } => Some(node.ledger.append(Append {
+        Work::Kernel { c } => Some(cx.ledger.append(Append {
             id: c.id,
             signed: c.signed.clone(),
             input: c.input.clone(),

@@ -2,11 +2,11 @@
 //! `<org>/work-service`, appended in one group commit ([`crate::federation::declaration`]).
 
 use super::Decided;
+use crate::federation::FedContext;
 use crate::federation::declaration::Declaration;
 use crate::federation::error::FedError;
 use crate::federation::peers::Peer;
 use crate::ledger::AppendResult;
-use crate::node::Node;
 use crate::projection::WORK_SERVICE;
 use accord_proto::signing::RecordId;
 
@@ -21,7 +21,7 @@ pub(super) struct Declared {
 
 /// Declares every decision; resolves once the declarations are durable.
 pub(super) async fn decisions(
-    node: &Node,
+    cx: &FedContext,
     peer: &Peer,
     decided: Vec<Decided>,
 ) -> Result<Vec<Declared>, FedError> {
@@ -37,12 +37,11 @@ pub(super) async fn decisions(
                 closes: None,
                 declared_at: d.declared_at,
             }
-            .sign(&node.signer, node.name())?,
+            .sign(&cx.signer, cx.name())?,
         );
     }
     let ids: Vec<RecordId> = appends.iter().map(|a| a.id).collect();
-    let results =
-        futures::future::join_all(appends.into_iter().map(|a| node.ledger.append(a))).await;
+    let results = futures::future::join_all(appends.into_iter().map(|a| cx.ledger.append(a))).await;
     decided
         .into_iter()
         .zip(ids)

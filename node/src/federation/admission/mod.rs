@@ -38,7 +38,7 @@ mod triage;
 
 use super::check::Checked;
 use super::error::FedError;
-use crate::node::Node;
+use crate::federation::FedContext;
 use accord_proto::pb::federation::v1::{DeliverResponse, Signed};
 use accord_proto::signing::{self, ENVELOPE_PAYLOAD_TYPE, RecordId};
 use prost::Message;
@@ -83,18 +83,14 @@ struct Decided {
 
 /// `FederationService.Deliver`: admits one envelope (see the module doc).
 pub async fn deliver(
-    node: &Arc<Node>,
+    cx: &FedContext,
     env_signed: Signed,
     chain: Option<Arc<Vec<CertificateDer<'static>>>>,
 ) -> Result<DeliverResponse, FedError> {
-    let now = node.clock.now_ms();
-    let (peer, env) = authenticate::envelope(
-        node,
-        &env_signed,
-        chain.as_deref().map(|c| c.as_slice()),
-        now,
-    )?;
-    let fed = &node.federation;
+    let now = cx.clock.now_ms();
+    let (peer, env) =
+        authenticate::envelope(cx, &env_signed, chain.as_deref().map(|c| c.as_slice()), now)?;
+    let fed = &cx.federation;
     let lock = fed.peer_lock(peer.name());
     let _guard = lock.lock().await;
     let env_id = signing::record_id(ENVELOPE_PAYLOAD_TYPE, &env_signed.payload);
@@ -103,12 +99,12 @@ pub async fn deliver(
         return DeliverResponse::decode(e.response.as_slice())
             .map_err(|e| FedError::corrupt("envelope answer", e));
     }
-    admit(node, &peer, &env_signed, &env, env_id, now).await
+    admit(cx, &peer, &env_signed, &env, env_id, now).await
 }
 
 /// Phases 1 (the log proof) to 5 for an authenticated envelope, under the peer's lock.
 async fn admit(
-    node: &Arc<Node>,
+    cx: &FedContext,
     peer: &Arc<super::peers::Peer>,
     env_signed: &Signed,
     env: &accord_proto::pb::federation::v1::Envelope,
@@ -117,12 +113,12 @@ async fn admit(
 ) -> Result<DeliverResponse, FedError> {
     // Check 5's evidence: the sender's checkpoint and inclusion proofs (an invalid proof refuses
     // the whole envelope here, before anything is written).
-    let log = super::logproof::verify(node, peer, env, now).await?;
-    let work = triage::records(node, peer, env, &log.proven, now)?;
-    let decided = commit::kernel(node, peer, work).await?;
-    let declared = declare::decisions(node, peer, decided.decided).await?;
+    let log = super::logproof::verify(cx, peer, env, now).await?;
+    let work = triage::records(cx, peer, env, &log.proven, now)?;
+    let decided = commit::kernel(cx, peer, work).await?;
+    let declared = declare::decisions(cx, peer, decided.decided).await?;
     persist::envelope(
-        node,
+        cx,
         persist::Admitted {
             peer,
             env_signed,
@@ -136,3 +132,6 @@ async fn admit(
     )
     .await
 }
+
+#[cfg(test)]
+mod tests;

@@ -3,6 +3,7 @@
 //! largest checkpoint — in one synced write to the decisions store.
 
 use super::declare::Declared;
+use crate::federation::FedContext;
 use crate::federation::codes::Decision;
 use crate::federation::decisions::{Entry, EnvelopeEntry};
 use crate::federation::declaration::admission_receipt;
@@ -10,7 +11,6 @@ use crate::federation::error::FedError;
 use crate::federation::logproof;
 use crate::federation::peers::Peer;
 use crate::federation::receipts;
-use crate::node::Node;
 use accord_proto::pb::federation::v1::{DeliverResponse, Receipt, ReceiptKind, Signed};
 use accord_proto::signing::RecordId;
 use prost::Message;
@@ -30,8 +30,11 @@ pub(super) struct Admitted<'a> {
 }
 
 /// Keeps the envelope's decisions and answers it.
-pub(super) async fn envelope(node: &Node, a: Admitted<'_>) -> Result<DeliverResponse, FedError> {
-    let fed = &node.federation;
+pub(super) async fn envelope(
+    cx: &FedContext,
+    a: Admitted<'_>,
+) -> Result<DeliverResponse, FedError> {
+    let fed = &cx.federation;
     let peer = a.peer.name();
     let mut receipts_out = a.receipts;
     let mut batch = fed.decisions.batch();
@@ -54,11 +57,11 @@ pub(super) async fn envelope(node: &Node, a: Admitted<'_>) -> Result<DeliverResp
             note: String::new(),
         };
         let receipt = receipts::sign(
-            &node.signer,
-            &admission_receipt(node.name(), &a.env_id, &d.id, &e, node.clock.now_ms()),
+            &cx.signer,
+            &admission_receipt(cx.name(), &a.env_id, &d.id, &e, cx.clock.now_ms()),
         );
         e.first_receipt = receipt.encode_to_vec();
-        node.metrics.admission(&e.decision);
+        cx.metrics.admission(&e.decision);
         if e.decision == Decision::Admitted {
             tracing::debug!(peer, record_id = %hex::encode(d.id), decision = %e.decision, admission_seq = r.sequence, "federation: admission");
         } else {
@@ -84,13 +87,13 @@ pub(super) async fn envelope(node: &Node, a: Admitted<'_>) -> Result<DeliverResp
         receipts_out[i] = receipts_out[j].clone();
     }
     let env_receipt = receipts::sign(
-        &node.signer,
+        &cx.signer,
         &Receipt {
             kind: ReceiptKind::EnvelopeRecorded as i32,
-            receiver: node.name().to_string(),
+            receiver: cx.name().to_string(),
             sender: peer.to_string(),
             envelope_id: a.env_id.to_vec().into(),
-            issued_at_unix_ms: node.clock.now_ms(),
+            issued_at_unix_ms: cx.clock.now_ms(),
             ..Default::default()
         },
     );
@@ -104,7 +107,7 @@ pub(super) async fn envelope(node: &Node, a: Admitted<'_>) -> Result<DeliverResp
         response: response.encode_to_vec(),
     };
     fed.decisions.put_envelope(&mut batch, &a.env_id, &kept)?;
-    a.log.keep(&mut batch, node, peer)?;
+    a.log.keep(&mut batch, cx, peer)?;
     fed.decisions.write(batch).await?;
     // A basis may have entered the ledger (from this envelope, another peer or a local client)
     // after its waiters were checked and before they were written: look at them once now.

@@ -2,12 +2,12 @@
 //! doc of [`super`]), and the peer's budget for records rejected at the door.
 
 use super::Work;
+use crate::federation::FedContext;
 use crate::federation::check;
 use crate::federation::codes;
 use crate::federation::error::FedError;
 use crate::federation::peers::Peer;
 use crate::federation::quarantine;
-use crate::node::Node;
 use accord_proto::pb::federation::v1::{Envelope, Signed};
 use accord_proto::pb::record::v1::SignedRecord;
 use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE, RecordId};
@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 /// `i`. Fails, before anything is written, when the records rejected at the door exceed the
 /// peer's budget.
 pub(super) fn records(
-    node: &Node,
+    cx: &FedContext,
     peer: &Peer,
     env: &Envelope,
     proven: &[bool],
@@ -28,7 +28,7 @@ pub(super) fn records(
     // is checked alone, for its reason code.
     let all: Vec<&SignedRecord> = env.records.iter().collect();
     let sig_ok = peer.verify_batch(RECORD_PAYLOAD_TYPE, &all, now);
-    let decisions = &node.federation.decisions;
+    let decisions = &cx.federation.decisions;
 
     let mut work: Vec<Work> = Vec::with_capacity(env.records.len());
     let mut coming: HashSet<RecordId> = HashSet::new();
@@ -75,7 +75,7 @@ pub(super) fn records(
                     .get(&c.record.commitment_id)
                     .map(Vec::as_slice)
                     .unwrap_or(&[]);
-                let missing = quarantine::missing(node, &c, &coming, None, here)?;
+                let missing = quarantine::missing(cx, &c, &coming, None, here)?;
                 if missing.is_empty() {
                     coming.insert(id);
                     work.push(Work::Kernel { c });
@@ -95,7 +95,7 @@ pub(super) fn records(
     }
 
     // Records rejected at the door cost ledger writes: bounded per peer, checked before any.
-    let budget = crate::federation::budget::take(node.name(), peer.name(), door, now);
+    let budget = crate::federation::budget::take(cx.name(), peer.name(), door, now);
     if !budget {
         tracing::warn!(
             peer = peer.name(),
