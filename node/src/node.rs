@@ -28,11 +28,13 @@ pub struct Node {
     /// Derived Work state.
     pub projection: Arc<RwLock<Projection>>,
     /// The latest and the latest witnessed checkpoint.
-    pub log: crate::log::LogState,
+    pub log: Arc<crate::log::LogState>,
     /// Peers, outbox, inbox, quarantine and receipts.
-    pub federation: crate::federation::Federation,
+    pub federation: Arc<crate::federation::Federation>,
     /// Refused envelopes and calls: a bounded, rate-limited ring.
-    pub refusals: crate::federation::refusals::Refusals,
+    pub refusals: Arc<crate::federation::refusals::Refusals>,
+    /// The narrow handles federation's admission side works with (issue 10, item 1).
+    pub fed: crate::federation::FedContext,
     /// The listener's counters (refused handshakes and connections, timeouts).
     pub listener_stats: Arc<crate::tls::ListenerStats>,
     /// Prometheus metrics (served on `metrics_listen`).
@@ -118,27 +120,47 @@ pub(crate) async fn open(config: Config, clock: Clock) -> Result<Opened, Error> 
     let max_batch = config.ledger.max_batch;
     let writer_clock = clock.clone();
     let (ledger, writer) = tokio::task::spawn_blocking(move || {
-        Ledger::open(&data_dir, machine, max_batch, writer_clock)
+        // Federation declares its own column families; the ledger's store creates them.
+        Ledger::open_with(
+            &data_dir,
+            crate::federation::db::CFS,
+            machine,
+            max_batch,
+            writer_clock,
+        )
     })
     .await
     .map_err(|e| Error::Internal(e.to_string()))??;
     let metrics = crate::metrics::Metrics::new();
     ledger.observe(metrics.clone());
     let tokens = crate::auth::Tokens::from_config(&config);
-    let log = crate::log::LogState::load(ledger.store())?;
+    let log = Arc::new(crate::log::LogState::load(ledger.store())?);
     let witnesses = Arc::new(
         crate::log::WitnessClient::new(&config, ledger.store())?.with_metrics(metrics.clone()),
     );
-    let federation = crate::federation::Federation::open(
+    let federation = Arc::new(crate::federation::Federation::open(
         &config,
         ledger.store().clone(),
         Some(client_verifier),
         access,
-    )?;
+    )?);
     let node_key = signer.verifier();
-    let refusals = crate::federation::refusals::Refusals::new(&config.limits);
+    let refusals = Arc::new(crate::federation::refusals::Refusals::new(&config.limits));
+    let fed = crate::federation::FedContext {
+        name: config.name.clone(),
+        signer: signer.clone(),
+        ledger: ledger.clone(),
+        federation: federation.clone(),
+        refusals: refusals.clone(),
+        log: log.clone(),
+        clock: clock.clone(),
+        metrics: metrics.clone(),
+        config: config.federation.clone(),
+        tls: (config.tls.cert.clone(), config.tls.key.clone()),
+    };
     let node = Arc::new(Node {
         refusals,
+        fed,
         listener_stats: Arc::new(crate::tls::ListenerStats::default()),
         config,
         signer,

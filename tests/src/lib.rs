@@ -14,6 +14,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
+mod inproc;
+pub use inproc::InProc;
+
 /// The directory holding the workspace's binaries (next to the test executable's `deps/`).
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
@@ -108,6 +111,8 @@ pub struct TestNode {
     /// The bound gRPC address.
     pub addr: SocketAddr,
     child: Option<Child>,
+    /// When started in this process ([`TestNodeBuilder::start_with_clock`]).
+    inproc: Option<InProc>,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -174,6 +179,7 @@ impl TestNodeBuilder {
             dir,
             addr: "127.0.0.1:0".parse()?,
             child: None,
+            inproc: None,
             _tmp: Some(tmp),
         })
     }

@@ -180,14 +180,20 @@ async fn record_before_its_basis_is_quarantined_then_admitted() {
     assert!(q.records.is_empty());
 }
 
+/// The receiver runs on a driven clock: the quarantine times out when the test moves the clock
+/// past `quarantine_timeout_ms`, so the operator's decisions never race the timeout.
 #[tokio::test(flavor = "multi_thread")]
 async fn quarantine_times_out_or_is_decided_by_the_operator() {
+    const TIMEOUT: i64 = 3_600_000;
+    let (clock, manual) = accord_node::clock::Clock::manual(wall_now_ms());
     let b = TestNode::builder("globex")
         .party("bob")
         .config(|t, _| {
-            t.push_str("\n[federation]\nquarantine_timeout_ms = 4000\nreceipt_poll_ms = 200\n")
+            t.push_str(&format!(
+                "\n[federation]\nquarantine_timeout_ms = {TIMEOUT}\nreceipt_poll_ms = 200\n"
+            ))
         })
-        .start()
+        .start_with_clock(clock)
         .await
         .unwrap();
     let a = TestNode::builder("acme")
@@ -301,7 +307,12 @@ async fn quarantine_times_out_or_is_decided_by_the_operator() {
         assert_eq!(rec.author.unwrap().name, "operator");
     }
 
-    // The last one times out.
+    // Until the clock moves, nothing times out: the third is still quarantined.
+    let r = peer.receipts(&[timed_out]).await;
+    assert_eq!(outcome(&r[0]), r#"["quarantined", "missing_basis"]"#);
+
+    // The last one times out once the clock passes the timeout.
+    manual.advance(TIMEOUT);
     let r = accord_tests::eventually(WAIT, || {
         let mut p = AsPeer {
             name: peer.name.clone(),

@@ -230,10 +230,12 @@ fn alice_sig(alice: &Signer) -> Vec<accord_proto::pb::record::v1::Signature> {
 
 /// Peers managed at run time: a key rotated with an overlap stays valid until the overlap ends;
 /// a disabled peer is refused (`peer_disabled`), a removed one is unknown (`unknown_peer`; with
-/// no peer left the listener no longer asks for client certificates at all).
+/// no peer left the listener no longer asks for client certificates at all). The receiver runs
+/// on a driven clock: the overlap ends when the test moves the clock past it, not after a wait.
 #[tokio::test(flavor = "multi_thread")]
 async fn rotated_disabled_and_removed_peers() {
-    let (b, a) = receiver_with_sender().await;
+    let (clock, manual) = accord_node::clock::Clock::manual(wall_now_ms());
+    let (b, a) = receiver_on_clock_with_sender(clock).await;
     let mut adm = b.admin().await.unwrap();
     let mut as_a = AsPeer::new(&a, &b).await;
     let alice = signer(&a, "alice");
@@ -243,14 +245,13 @@ async fn rotated_disabled_and_removed_peers() {
 
     // Rotate acme's node key: the new key is added, the old ones stay valid for the overlap.
     let new_key = Signer::generate(&a.origin(), &mut rand::rngs::OsRng).unwrap();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    // The receiver's clock; the overlap lasts an hour of it.
+    let now = accord_node::clock::TimeSource::now_ms(&*manual);
+    const OVERLAP: i64 = 3_600_000;
     let rotate = admin::RotatePeerKeyRequest {
         name: "acme".into(),
         new_vkey: new_key.verifier().to_vkey(),
-        old_valid_until_unix_ms: now + 1500,
+        old_valid_until_unix_ms: now + OVERLAP,
     };
     adm.rotate_peer_key(b.admin_request(rotate)).await.unwrap();
     let old_env = as_a.envelope("globex", vec![rec("k-1")], 1);
@@ -279,23 +280,22 @@ async fn rotated_disabled_and_removed_peers() {
     assert!(
         keys.iter()
             .filter(|k| k.vkey != new_key.verifier().to_vkey())
-            .all(|k| k.valid_until_unix_ms == now + 1500)
+            .all(|k| k.valid_until_unix_ms == now + OVERLAP)
     );
-    // After the overlap the old key is no longer acme's.
-    accord_tests::eventually(WAIT, || {
-        let mut p = AsPeer {
-            name: as_a.name.clone(),
-            key: as_a.key.clone(),
-            client: as_a.client.clone(),
-        };
-        let env = p.envelope("globex", vec![rec("k-3")], 3);
-        async move {
-            let e = p.deliver(env).await.err()?;
-            (reason(&e) == "unknown_key").then_some(())
-        }
-    })
-    .await
-    .expect("the old key expires after the overlap");
+    // Still valid at the overlap's last millisecond; after it the old key is no longer acme's.
+    manual.set(now + OVERLAP - 1);
+    let env = as_a.envelope("globex", vec![rec("k-3a")], 3);
+    assert_eq!(
+        outcome(&as_a.deliver(env).await.unwrap()[1]),
+        "admitted",
+        "old key valid until the overlap ends"
+    );
+    manual.set(now + OVERLAP);
+    let e = as_a
+        .deliver(as_a.envelope("globex", vec![rec("k-3")], 4))
+        .await
+        .expect_err("the old key expires after the overlap");
+    assert_eq!(reason(&e), "unknown_key");
 
     // Disabled: refused.
     adm.set_peer_enabled(b.admin_request(admin::SetPeerEnabledRequest {

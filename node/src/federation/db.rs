@@ -1,12 +1,17 @@
-//! Small helpers over the federation column families (`peers`, `outbox`, `inbox`, `receipts`,
-//! `quarantine`; see `ledger/store.rs`): keys are byte strings with `0x00` separators (names never
-//! contain it), values are JSON.
+//! Federation's column families and small helpers over them. Federation declares its column
+//! families here ([`CFS`], created by the ledger's store at open) and reaches them only through
+//! the store's typed operations (the raw handle is private to the ledger). Each has one owning
+//! module: `peers` ([`super::peers`]), `outbox` ([`super::outbox`]), `receipts`
+//! ([`super::receipt_store`]), `inbox` and `quarantine` ([`super::decisions`]). Keys are byte
+//! strings with `0x00` separators (names never contain it), values are JSON.
 
 use crate::error::Error;
-use crate::ledger::Store;
-use rocksdb::{WriteBatch, WriteOptions};
+use crate::ledger::{Batch, Store};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+/// Federation's column families.
+pub const CFS: &[&str] = &["outbox", "inbox", "receipts", "peers", "quarantine"];
 
 /// Joins key parts with `0x00`.
 pub fn key(parts: &[&[u8]]) -> Vec<u8> {
@@ -29,45 +34,32 @@ pub fn prefix(parts: &[&[u8]]) -> Vec<u8> {
 
 /// Reads a JSON value.
 pub fn get<T: DeserializeOwned>(store: &Store, cf: &str, k: &[u8]) -> Result<Option<T>, Error> {
-    match store
-        .db()
-        .get_pinned_cf(store.cf(cf)?, k)
-        .map_err(|e| Error::Storage(e.into_string()))?
-    {
-        Some(v) => serde_json::from_slice(&v)
-            .map(Some)
-            .map_err(|e| Error::Storage(format!("{cf}: corrupt value: {e}"))),
+    match store.get_extra(cf, k)? {
+        Some(v) => decode(cf, &v).map(Some),
         None => Ok(None),
     }
 }
 
 /// Puts a JSON value into a batch.
 pub fn put<T: Serialize>(
-    batch: &mut WriteBatch,
+    batch: &mut Batch,
     store: &Store,
     cf: &str,
     k: &[u8],
     v: &T,
 ) -> Result<(), Error> {
     let bytes = serde_json::to_vec(v).map_err(|e| Error::Internal(e.to_string()))?;
-    batch.put_cf(store.cf(cf)?, k, bytes);
-    Ok(())
+    store.put_extra(batch, cf, k, &bytes)
 }
 
 /// Deletes a key in a batch.
-pub fn delete(batch: &mut WriteBatch, store: &Store, cf: &str, k: &[u8]) -> Result<(), Error> {
-    batch.delete_cf(store.cf(cf)?, k);
-    Ok(())
+pub fn delete(batch: &mut Batch, store: &Store, cf: &str, k: &[u8]) -> Result<(), Error> {
+    store.delete_extra(batch, cf, k)
 }
 
 /// Writes a batch; `sync` waits for the WAL to reach the disk.
-pub fn write(store: &Store, batch: WriteBatch, sync: bool) -> Result<(), Error> {
-    let mut wo = WriteOptions::default();
-    wo.set_sync(sync);
-    store
-        .db()
-        .write_opt(batch, &wo)
-        .map_err(|e| Error::Storage(e.into_string()))
+pub fn write(store: &Store, batch: Batch, sync: bool) -> Result<(), Error> {
+    store.write(batch, sync)
 }
 
 /// A key and its value.
@@ -75,21 +67,37 @@ pub type Kv = (Vec<u8>, Vec<u8>);
 
 /// Every (key, value) under `prefix`, in key order, at most `limit`.
 pub fn scan(store: &Store, cf: &str, prefix: &[u8], limit: usize) -> Result<Vec<Kv>, Error> {
-    let mut it = store.db().raw_iterator_cf(store.cf(cf)?);
-    it.seek(prefix);
+    scan_from(store, cf, prefix, prefix, limit)
+}
+
+/// Every (key, value) under `prefix` from `from` on, in key order, at most `limit`.
+pub fn scan_from(
+    store: &Store,
+    cf: &str,
+    prefix: &[u8],
+    from: &[u8],
+    limit: usize,
+) -> Result<Vec<Kv>, Error> {
     let mut out = Vec::new();
-    while out.len() < limit {
-        let (Some(k), Some(v)) = (it.key(), it.value()) else {
-            break;
-        };
-        if !k.starts_with(prefix) {
-            break;
+    store.scan_extra(cf, from, |k, v| {
+        if out.len() >= limit || !k.starts_with(prefix) {
+            return false;
         }
         out.push((k.to_vec(), v.to_vec()));
-        it.next();
-    }
-    it.status().map_err(|e| Error::Storage(e.into_string()))?;
+        true
+    })?;
     Ok(out)
+}
+
+/// How many keys start with `prefix` (decodes nothing).
+pub fn count(store: &Store, cf: &str, prefix: &[u8]) -> Result<usize, Error> {
+    let mut n = 0;
+    store.scan_extra(cf, prefix, |k, _| {
+        let more = k.starts_with(prefix);
+        n += usize::from(more);
+        more
+    })?;
+    Ok(n)
 }
 
 /// Decodes a JSON value read by [`scan`].

@@ -22,10 +22,11 @@
 //! that never did accepts its first checkpoint on trust — and the fork is then a signed,
 //! non-repudiable statement by the sender's key that its witnesses will refuse to co-sign.
 
+use super::FedContext;
 use super::codes;
-use super::db;
-use super::inbox::{CF, refuse};
+use super::error::{BadProof, FedError};
 use super::peers::Peer;
+use super::refusals::refuse;
 use crate::error::Error;
 use crate::node::Node;
 use accord_proto::checkpoint::{Checkpoint, open_checkpoint};
@@ -36,28 +37,15 @@ use accord_proto::pb::log::v1::GetConsistencyProofRequest;
 use accord_proto::pb::log::v1::log_service_client::LogServiceClient;
 use accord_proto::pb::record::v1::SignedRecord;
 use prost::Message;
-use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 /// Most hashes in one proof (a tree of 2^64 leaves needs 64; consistency at most ~128).
 const MAX_PROOF: usize = 130;
 
-/// The largest checkpoint of a peer verified here.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Held {
-    /// Tree size.
-    pub size: u64,
-    /// Root hash, hex.
-    pub root: String,
-}
-
-fn held_key(peer: &str) -> Vec<u8> {
-    db::key(&[b"l", peer.as_bytes()])
-}
+pub use super::decisions::Held;
 
 /// The largest checkpoint of `peer` verified here, if any.
-pub fn held(node: &Node, peer: &str) -> Result<Option<Held>, Error> {
-    db::get(node.ledger.store(), CF, &held_key(peer))
+pub fn held(cx: &FedContext, peer: &str) -> Result<Option<Held>, Error> {
+    cx.federation.decisions.held(peer)
 }
 
 /// What [`verify`] established.
@@ -73,24 +61,25 @@ impl Verified {
     /// Adds the new largest checkpoint, if any, to `batch`.
     pub fn keep(
         &self,
-        batch: &mut rocksdb::WriteBatch,
-        node: &Node,
+        batch: &mut crate::ledger::Batch,
+        cx: &FedContext,
         peer: &str,
     ) -> Result<(), Error> {
         match &self.grew {
-            Some(h) => db::put(batch, node.ledger.store(), CF, &held_key(peer), h),
+            Some(h) => cx.federation.decisions.put_held(batch, peer, h),
             None => Ok(()),
         }
     }
 }
 
-fn hashes(v: &[prost::bytes::Bytes], what: &str) -> Result<Vec<[u8; 32]>, String> {
+fn hashes(v: &[prost::bytes::Bytes], what: &str) -> Result<Vec<[u8; 32]>, BadProof> {
     if v.len() > MAX_PROOF {
-        return Err(format!("{what}: more than {MAX_PROOF} hashes"));
+        return Err(BadProof(format!("{what}: more than {MAX_PROOF} hashes")));
     }
     v.iter()
         .map(|h| {
-            <[u8; 32]>::try_from(h.as_ref()).map_err(|_| format!("{what}: a hash is not 32 bytes"))
+            <[u8; 32]>::try_from(h.as_ref())
+                .map_err(|_| BadProof(format!("{what}: a hash is not 32 bytes")))
         })
         .collect()
 }
@@ -102,11 +91,11 @@ pub fn record_leaf(r: &SignedRecord) -> [u8; 32] {
 
 /// Verifies an envelope's log proof (see the module doc). Err is the refusal (recorded).
 pub async fn verify(
-    node: &Arc<Node>,
+    cx: &FedContext,
     peer: &Peer,
     env: &Envelope,
     now: i64,
-) -> Result<Verified, Error> {
+) -> Result<Verified, FedError> {
     let n = env.records.len();
     let Some(lp) = env.log_proof.as_ref().filter(|p| !p.checkpoint.is_empty()) else {
         return Ok(Verified {
@@ -114,7 +103,7 @@ pub async fn verify(
             grew: None,
         });
     };
-    let bad = |d: String| refuse(node, peer.name(), codes::BAD_LOG_PROOF, d);
+    let bad = |d: String| refuse(cx, peer.name(), codes::BAD_LOG_PROOF, d);
     let note =
         Note::parse(lp.checkpoint.as_bytes()).map_err(|e| bad(format!("checkpoint: {e}")))?;
     let cp = Checkpoint::parse(note.text()).map_err(|e| bad(format!("checkpoint: {e}")))?;
@@ -135,7 +124,8 @@ pub async fn verify(
 
     let mut proven = vec![false; n];
     for (i, (r, inc)) in env.records.iter().zip(&lp.inclusions).enumerate() {
-        let proof = hashes(&inc.inclusion_proof, &format!("inclusions[{i}]")).map_err(&bad)?;
+        let proof =
+            hashes(&inc.inclusion_proof, &format!("inclusions[{i}]")).map_err(|e| bad(e.0))?;
         verify_inclusion(&record_leaf(r), inc.leaf_index, cp.size, &proof, &cp.root).map_err(
             |e| {
                 bad(format!(
@@ -147,18 +137,18 @@ pub async fn verify(
         proven[i] = true;
     }
 
-    let inconsistent = |d: String| refuse(node, peer.name(), codes::LOG_INCONSISTENT, d);
+    let inconsistent = |d: String| refuse(cx, peer.name(), codes::LOG_INCONSISTENT, d);
     let grew = Some(Held {
         size: cp.size,
         root: hex::encode(cp.root),
     });
-    let grew = match held(node, peer.name())? {
+    let grew = match held(cx, peer.name())? {
         None => grew,
         Some(h) => {
             let root: [u8; 32] = hex::decode(&h.root)
                 .ok()
                 .and_then(|r| r.try_into().ok())
-                .ok_or_else(|| Error::Storage("inbox: held checkpoint root".into()))?;
+                .ok_or_else(|| FedError::corrupt("held checkpoint", "root is not 32 hex bytes"))?;
             if cp.size < h.size {
                 return Err(inconsistent(format!(
                     "checkpoint size {} is older than size {} verified before",
@@ -175,9 +165,9 @@ pub async fn verify(
                 None
             } else {
                 let proof = if lp.consistency_from_size == h.size {
-                    hashes(&lp.consistency_proof, "consistency_proof").map_err(&bad)?
+                    hashes(&lp.consistency_proof, "consistency_proof").map_err(|e| bad(e.0))?
                 } else {
-                    fetch_consistency(node, peer, h.size, cp.size).await?
+                    fetch_consistency(cx, peer, h.size, cp.size).await?
                 };
                 verify_consistency(h.size, cp.size, &proof, &root, &cp.root).map_err(|e| {
                     inconsistent(format!(
@@ -194,12 +184,12 @@ pub async fn verify(
 
 /// The consistency proof between two sizes of the peer's log, from its LogService.
 async fn fetch_consistency(
-    node: &Arc<Node>,
+    cx: &FedContext,
     peer: &Peer,
     size1: u64,
     size2: u64,
-) -> Result<Vec<[u8; 32]>, Error> {
-    let ch = super::sender::channel(node, peer)?;
+) -> Result<Vec<[u8; 32]>, FedError> {
+    let ch = super::channel(cx, peer)?;
     let resp = match LogServiceClient::new(ch)
         .get_consistency_proof(GetConsistencyProofRequest { size1, size2 })
         .await
@@ -216,7 +206,7 @@ async fn fetch_consistency(
             ) =>
         {
             return Err(refuse(
-                node,
+                cx,
                 peer.name(),
                 codes::LOG_INCONSISTENT,
                 format!(
@@ -226,15 +216,15 @@ async fn fetch_consistency(
             ));
         }
         Err(s) => {
-            return Err(Error::Unavailable(format!(
+            return Err(FedError::Node(Error::Unavailable(format!(
                 "consistency proof {size1}..{size2} from {}: {:?}",
                 peer.name(),
                 s.code()
-            )));
+            ))));
         }
     };
     hashes(&resp.hashes, "fetched consistency proof")
-        .map_err(|d| refuse(node, peer.name(), codes::LOG_INCONSISTENT, d))
+        .map_err(|d| refuse(cx, peer.name(), codes::LOG_INCONSISTENT, d.0))
 }
 
 /// Sender side: the log proof for records at these ledger sequences (leaf indexes), with a

@@ -7,8 +7,8 @@
 
 use super::db;
 use crate::error::Error;
+use crate::ledger::Batch as WriteBatch;
 use crate::ledger::Store;
-use rocksdb::WriteBatch;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -64,18 +64,14 @@ impl Outbox {
     /// Opens the outbox, counting what is queued.
     pub fn open(store: Arc<Store>) -> Result<Outbox, Error> {
         let mut queues: HashMap<String, Queue> = HashMap::new();
-        let mut it = store.db().raw_iterator_cf(store.cf(CF)?);
-        it.seek_to_first();
-        while let Some(k) = it.key() {
+        store.scan_extra(CF, b"", |k, _| {
             if let Some((peer, seq)) = split_key(k) {
                 let q = queues.entry(peer).or_default();
                 q.depth += 1;
                 q.next = q.next.max(seq + 1);
             }
-            it.next();
-        }
-        it.status().map_err(|e| Error::Storage(e.into_string()))?;
-        drop(it);
+            true
+        })?;
         Ok(Outbox {
             store,
             queues: Mutex::new(queues),
@@ -166,7 +162,7 @@ impl Outbox {
             *last = 1;
         }
         let mut batch = WriteBatch::default();
-        batch.delete_range_cf(self.store.cf(CF)?, &p, &end);
+        self.store.delete_range_extra(&mut batch, CF, &p, &end)?;
         db::write(&self.store, batch, true)?;
         if let Ok(mut qs) = self.queues.lock()
             && let Some(q) = qs.get_mut(peer)

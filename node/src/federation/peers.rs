@@ -10,6 +10,7 @@
 
 use super::codes;
 use super::db;
+use super::error::Rejection;
 use crate::config::Config;
 use crate::error::Error;
 use crate::ledger::Store;
@@ -252,12 +253,15 @@ impl Peer {
     /// by the author's own party key or by one of the peer's node keys (the node signs its
     /// parties' declarations, as `Declare` does). A party key signing for another party is
     /// `key_not_for_author`.
-    pub fn check_binding(&self, author: &str, sigs: &[Signature]) -> Result<(), String> {
+    pub fn check_binding(&self, author: &str, sigs: &[Signature]) -> Result<(), Rejection> {
         for (i, sig) in sigs.iter().enumerate() {
             if self.is_party_key_name(&sig.key_name) && sig.key_name != author {
-                return Err(format!(
-                    "signatures[{i}]: party key {:?} signs only for that party, not for {author}",
-                    sig.key_name.chars().take(128).collect::<String>()
+                return Err(Rejection::new(
+                    codes::KEY_NOT_FOR_AUTHOR,
+                    format!(
+                        "signatures[{i}]: party key {:?} signs only for that party, not for {author}",
+                        sig.key_name.chars().take(128).collect::<String>()
+                    ),
                 ));
             }
         }
@@ -326,7 +330,7 @@ impl Peer {
         payload: &[u8],
         sigs: &[Signature],
         now: i64,
-    ) -> Result<(), (&'static str, String)> {
+    ) -> Result<(), Rejection> {
         let mut verified = false;
         let mut expired = None;
         for (i, sig) in sigs.iter().enumerate() {
@@ -344,14 +348,15 @@ impl Peer {
                 ));
                 continue;
             }
-            signing::verify(key, payload_type, payload, sig)
-                .map_err(|e| (codes::BAD_SIGNATURE, format!("signatures[{i}]: {e}")))?;
+            signing::verify(key, payload_type, payload, sig).map_err(|e| {
+                Rejection::new(codes::BAD_SIGNATURE, format!("signatures[{i}]: {e}"))
+            })?;
             verified = true;
         }
         if verified {
             Ok(())
         } else {
-            Err((
+            Err(Rejection::new(
                 codes::UNKNOWN_KEY,
                 expired.unwrap_or_else(|| {
                     format!("no signature by a key that {} holds", self.record.name)
@@ -399,7 +404,7 @@ impl Peers {
                 }
             }
         }
-        let mut batch = rocksdb::WriteBatch::default();
+        let mut batch = crate::ledger::Batch::default();
         for (i, p) in config.peers.iter().enumerate() {
             if map.contains_key(&p.name) {
                 continue;
@@ -484,7 +489,7 @@ impl Peers {
 
     fn save(&self, rec: PeerRecord) -> Result<Arc<Peer>, Error> {
         let peer = Arc::new(Peer::parse(rec)?);
-        let mut batch = rocksdb::WriteBatch::default();
+        let mut batch = crate::ledger::Batch::default();
         db::put(
             &mut batch,
             &self.store,
@@ -595,7 +600,7 @@ impl Peers {
         if self.get(name).is_none() {
             return Err(Error::NotFound(format!("peer {name:?}")));
         }
-        let mut batch = rocksdb::WriteBatch::default();
+        let mut batch = crate::ledger::Batch::default();
         db::delete(&mut batch, &self.store, CF, name.as_bytes())?;
         db::write(&self.store, batch, true)?;
         if let Ok(mut m) = self.map.write() {

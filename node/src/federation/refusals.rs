@@ -9,17 +9,16 @@
 //! - every field cut to [`MAX_FIELD_BYTES`] bytes with an ellipsis, so a 10 MB `sender` costs
 //!   256 bytes.
 //!
-//! Keys in cf `inbox`: `x ‖ 0 ‖ at (i64 BE) ‖ 0 ‖ n (u64 BE)` → [`Refusal`]. Refusals write
+//! Kept in cf `inbox` by [`super::decisions`] (`x ‖ at ‖ n` → [`Refusal`]). Refusals write
 //! nothing to the ledger.
 
-use super::db;
-use super::inbox::CF;
+use super::FedContext;
+use super::decisions;
+use super::error::FedError;
 use crate::config::LimitsConfig;
 use crate::error::Error;
 use crate::ident::truncate;
 use crate::ledger::Store;
-use crate::node::Node;
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,18 +30,7 @@ const MAX_SOURCES: usize = 4096;
 /// Largest page of `ListRefusals`.
 pub const MAX_PAGE: usize = 1000;
 
-/// A refused envelope or call.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Refusal {
-    /// The peer it claimed to come from.
-    pub peer: String,
-    /// The reason code.
-    pub code: String,
-    /// Detail.
-    pub detail: String,
-    /// When.
-    pub at: i64,
-}
+pub use super::decisions::Refusal;
 
 #[derive(Debug, Clone, Copy)]
 struct Bucket {
@@ -127,16 +115,8 @@ impl Refusals {
             self.not_stored.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
-        let cf = store.cf(CF)?;
         if st.count.is_none() {
-            let mut it = store.db().raw_iterator_cf(cf);
-            it.seek(b"x\0");
-            let mut n = 0;
-            while it.key().is_some_and(|k| k.starts_with(b"x\0")) {
-                n += 1;
-                it.next();
-            }
-            st.count = Some(n);
+            st.count = Some(decisions::refusal_count(store)?);
         }
         let r = Refusal {
             peer: truncate(&r.peer, MAX_FIELD_BYTES),
@@ -145,32 +125,10 @@ impl Refusals {
             at: r.at,
         };
         st.n += 1;
-        let mut batch = rocksdb::WriteBatch::default();
-        let k = db::key(&[b"x", &r.at.to_be_bytes(), &st.n.to_be_bytes()]);
-        db::put(&mut batch, store, CF, &k, &r)?;
-        let mut count = st.count.unwrap_or(0) + 1;
         // The oldest go: beyond the count, or older than the age bound.
         let cutoff = r.at.saturating_sub(self.max_age_ms);
-        let mut it = store.db().raw_iterator_cf(cf);
-        it.seek(b"x\0");
-        while let Some(key) = it.key() {
-            if !key.starts_with(b"x\0") {
-                break;
-            }
-            let at = key
-                .get(2..10)
-                .and_then(|b| <[u8; 8]>::try_from(b).ok())
-                .map(i64::from_be_bytes)
-                .unwrap_or(i64::MIN);
-            if count <= self.max && at >= cutoff {
-                break;
-            }
-            batch.delete_cf(cf, key);
-            count -= 1;
-            it.next();
-        }
-        it.status().map_err(|e| Error::Storage(e.into_string()))?;
-        db::write(store, batch, false)?;
+        let count =
+            decisions::put_refusal(store, &r, st.n, st.count.unwrap_or(0), self.max, cutoff)?;
         st.count = Some(count);
         Ok(())
     }
@@ -183,76 +141,42 @@ impl Refusals {
         token: &str,
         size: usize,
     ) -> Result<(Vec<Refusal>, String), Error> {
-        let size = size.clamp(1, MAX_PAGE);
-        let mut it = store.db().raw_iterator_cf(store.cf(CF)?);
-        if token.is_empty() {
-            it.seek_for_prev(b"x\x01");
-        } else {
-            let k = hex::decode(token)
-                .ok()
-                .filter(|k| k.starts_with(b"x\0"))
-                .ok_or_else(|| Error::invalid("page_token", "not a token from ListRefusals"))?;
-            it.seek_for_prev(&k);
-            if it.key() == Some(k.as_slice()) {
-                it.prev();
-            }
-        }
-        let mut out = Vec::new();
-        let mut last = Vec::new();
-        while out.len() < size {
-            let (Some(k), Some(v)) = (it.key(), it.value()) else {
-                break;
-            };
-            if !k.starts_with(b"x\0") {
-                break;
-            }
-            out.push(db::decode(CF, v)?);
-            last = k.to_vec();
-            it.prev();
-        }
-        it.status().map_err(|e| Error::Storage(e.into_string()))?;
-        let more = it.key().is_some_and(|k| k.starts_with(b"x\0"));
-        let next = if more && !last.is_empty() {
-            hex::encode(last)
-        } else {
-            String::new()
-        };
-        Ok((out, next))
+        decisions::refusal_page(store, token, size.clamp(1, MAX_PAGE))
     }
 }
 
 /// Records a refusal whose source is the claimed `peer` (logged with its code, kept within the
 /// ring's bounds) and returns the error to answer.
-pub fn refuse(node: &Node, peer: &str, code: &'static str, detail: String) -> Error {
-    refuse_from(node, peer, peer, code, detail)
+pub fn refuse(cx: &FedContext, peer: &str, code: &'static str, detail: String) -> FedError {
+    refuse_from(cx, peer, peer, code, detail)
 }
 
 /// [`refuse`] with an explicit rate-limit source (a remote IP for callers without a peer
 /// identity).
 pub fn refuse_from(
-    node: &Node,
+    cx: &FedContext,
     source: &str,
     peer: &str,
     code: &'static str,
     detail: String,
-) -> Error {
+) -> FedError {
     let detail = truncate(&detail, MAX_FIELD_BYTES);
     let peer = truncate(peer, MAX_FIELD_BYTES);
     tracing::warn!(peer = %peer, source = %truncate(source, 64), code, detail = %detail, "federation: refused");
-    node.metrics.refusal(code);
+    cx.metrics.refusal(code);
     let r = Refusal {
         peer,
         code: code.to_string(),
         detail: detail.clone(),
-        at: node.clock.now_ms(),
+        at: cx.clock.now_ms(),
     };
-    if let Err(e) = node.refusals.record(node.ledger.store(), source, r) {
+    if let Err(e) = cx.refusals.record(cx.ledger.store(), source, r) {
         tracing::warn!(error = %e, "refusal not stored");
     }
-    Error::Refused { code, detail }
+    FedError::refused(code, detail)
 }
 
 /// The latest refusals, newest first (the first page of [`Refusals::page`]).
-pub fn refusals(node: &Node, limit: usize) -> Result<Vec<Refusal>, Error> {
-    Ok(node.refusals.page(node.ledger.store(), "", limit)?.0)
+pub fn refusals(cx: &FedContext, limit: usize) -> Result<Vec<Refusal>, Error> {
+    Ok(cx.refusals.page(cx.ledger.store(), "", limit)?.0)
 }

@@ -143,7 +143,7 @@ fn step(node: &Node, from: u64, to: u64) -> Result<Routed, Error> {
     };
     let next = last.sequence + 1;
     let fed = &node.federation;
-    let mut batch = rocksdb::WriteBatch::default();
+    let mut batch = crate::ledger::Batch::default();
     let mut queued = BTreeMap::new();
     let mut wake = Vec::new();
     let now = node.clock.now_ms();
@@ -165,7 +165,7 @@ fn step(node: &Node, from: u64, to: u64) -> Result<Routed, Error> {
             *queued.entry(peer).or_insert(0) += 1;
         }
     }
-    batch.put_cf(store.cf("meta")?, CURSOR, next.to_be_bytes());
+    store.batch_meta(&mut batch, CURSOR, &next.to_be_bytes())?;
     super::db::write(store, batch, false)?;
     Ok((next, queued, wake))
 }

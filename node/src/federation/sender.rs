@@ -34,8 +34,7 @@ use tonic::transport::Channel;
 
 /// Most bytes of records in one envelope.
 const MAX_ENVELOPE_BYTES: usize = 4 * 1024 * 1024;
-/// Largest gRPC message either side accepts.
-pub const MAX_MESSAGE: usize = 64 * 1024 * 1024;
+use super::MAX_MESSAGE;
 
 /// A peer's delivery health (AdminService.GetPeerHealth).
 #[derive(Debug)]
@@ -104,19 +103,7 @@ impl From<Error> for Fail {
     }
 }
 
-/// A mutual-TLS channel to a peer (also used by the inbox to fetch consistency proofs).
-pub(crate) fn channel(node: &Node, peer: &Peer) -> Result<Channel, Error> {
-    // Our own TLS connector: the peer's CA and, if pinned, its leaf (issue 8).
-    crate::tls::peer_channel(
-        &peer.record.endpoint,
-        &peer.record.tls_pem,
-        &peer.record.pin_sha256,
-        &node.config.tls.cert,
-        &node.config.tls.key,
-        Duration::from_secs(3),
-        Duration::from_millis(node.config.federation.request_timeout_ms),
-    )
-}
+use super::channel;
 
 fn client(ch: Channel) -> FederationServiceClient<Channel> {
     FederationServiceClient::new(ch)
@@ -267,7 +254,7 @@ async fn send(
     let count = seqs.len();
     blocking(move || {
         let fed = &n.federation;
-        let mut batch = rocksdb::WriteBatch::default();
+        let mut batch = crate::ledger::Batch::default();
         fed.receipts.envelope_recorded(&mut batch, &peer_name, &ids, &env_receipt, issued)?;
         for (v, s) in &verified {
             if let Some(d) = &v.decision {
@@ -357,7 +344,7 @@ async fn poll_page(
     let (n, peer_name) = (node.clone(), peer.name().to_string());
     blocking(move || {
         let fed = &n.federation;
-        let mut batch = rocksdb::WriteBatch::default();
+        let mut batch = crate::ledger::Batch::default();
         for (v, s) in &verified {
             if let Some(st) = fed.receipts.admission(&mut batch, &peer_name, v, s)? {
                 tracing::debug!(peer = %peer_name, record_id = %hex::encode(&v.receipt.record_id), durability = st.durability, proven = st.proven, "receipt updated");
@@ -414,7 +401,7 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
             peer.record.endpoint, peer.record.tls_pem, peer.record.pin_sha256
         );
         if conn.as_ref().is_none_or(|(k, _)| *k != conn_key) {
-            match channel(&node, &peer) {
+            match channel(&node.fed, &peer) {
                 Ok(ch) => conn = Some((conn_key, ch)),
                 Err(e) => {
                     health.error(e.to_string());
@@ -525,7 +512,7 @@ async fn run_poller(node: Arc<Node>, name: String, cancel: CancellationToken) {
             peer.record.endpoint, peer.record.tls_pem, peer.record.pin_sha256
         );
         if conn.as_ref().is_none_or(|(k, _)| *k != key) {
-            match channel(&node, &peer) {
+            match channel(&node.fed, &peer) {
                 Ok(ch) => conn = Some((key, ch)),
                 Err(_) => continue,
             }

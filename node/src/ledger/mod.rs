@@ -12,7 +12,7 @@
 mod store;
 mod writer;
 
-pub use store::{Store, TreeNodes};
+pub use store::{Batch, Store, TreeNodes};
 pub use writer::{AppendResult, Machine, Outcome};
 
 use crate::error::Error;
@@ -72,6 +72,21 @@ impl<I: Send + 'static> Ledger<I> {
     /// handle is dropped.
     pub fn open<M>(
         dir: &Path,
+        machine: M,
+        max_batch: usize,
+        clock: crate::clock::Clock,
+    ) -> Result<(Self, std::thread::JoinHandle<()>), Error>
+    where
+        M: Machine<Input = I>,
+    {
+        Self::open_with(dir, &[], machine, max_batch, clock)
+    }
+
+    /// [`Ledger::open`], also creating the column families `extra` that other modules own
+    /// (reached through the store's typed operations; see `ledger/store.rs`).
+    pub fn open_with<M>(
+        dir: &Path,
+        extra: &[&str],
         mut machine: M,
         max_batch: usize,
         clock: crate::clock::Clock,
@@ -79,7 +94,7 @@ impl<I: Send + 'static> Ledger<I> {
     where
         M: Machine<Input = I>,
     {
-        let store = Arc::new(Store::open(dir)?);
+        let store = Arc::new(Store::open(dir, extra)?);
         let len = store.record_count()?;
         let mut seq = 0;
         while seq < len {

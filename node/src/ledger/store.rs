@@ -6,11 +6,16 @@
 //! | `ids` | record id (32 bytes) | sequence (u64 BE) |
 //! | `tree` | level (u8) ‖ index (u64 BE) | the perfect-subtree hash over leaves `[index·2^level, (index+1)·2^level)` |
 //! | `meta` | name | value (checkpoints, counters) |
-//! | `outbox`, `inbox`, `receipts`, `peers`, `quarantine` | federation state (see `federation`) |
+//! | others | declared by their owner at open ([`Store::open`]'s `extra`; federation's in `federation::db::CFS`) |
 //!
 //! Level 0 of `tree` holds the leaf hashes. Every node of a perfect subtree is written once, in
 //! the same batch as the leaf that completes it, so any root and any proof for any tree size is
 //! O(log n) point reads ([`accord_proto::merkle::NodeSource`]).
+//!
+//! The raw database handle is private to the ledger (issue 10, item 2): the writer thread is the
+//! only writer of `records`, `ids` and `tree`, and `meta` is written through [`Store::put_meta`] /
+//! [`Store::batch_meta`]. Other modules read and write only the column families they declared
+//! at open, through the typed operations below, which refuse the ledger's own.
 
 use crate::error::Error;
 use accord_proto::pb::work::v1::LedgerEntry;
@@ -19,18 +24,25 @@ use prost::Message;
 use rocksdb::{BlockBasedOptions, ColumnFamilyDescriptor, DB, DBCompressionType, Options};
 use std::path::Path;
 
-/// Column families, created on open.
-pub const CFS: &[&str] = &[
-    "records",
-    "ids",
-    "tree",
-    "meta",
-    "outbox",
-    "inbox",
-    "receipts",
-    "peers",
-    "quarantine",
-];
+/// The ledger's own column families, created on open.
+pub const CFS: &[&str] = &["records", "ids", "tree", "meta"];
+
+/// A write to several column families, applied at once by [`Store::write`].
+#[derive(Default)]
+pub struct Batch(rocksdb::WriteBatch);
+
+impl std::fmt::Debug for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batch").field("len", &self.0.len()).finish()
+    }
+}
+
+impl Batch {
+    /// Whether nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 
 /// The node's RocksDB.
 pub struct Store {
@@ -77,8 +89,9 @@ pub fn tree_key(level: u32, index: u64) -> [u8; 9] {
 }
 
 impl Store {
-    /// Opens or creates the database with every column family.
-    pub fn open(dir: &Path) -> Result<Store, Error> {
+    /// Opens or creates the database with the ledger's column families and `extra` ones, owned
+    /// by the modules that declare them (federation's: `federation::db::CFS`).
+    pub fn open(dir: &Path, extra: &[&str]) -> Result<Store, Error> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::Storage(format!("create {}: {e}", dir.display())))?;
         let mut opts = Options::default();
@@ -89,6 +102,7 @@ impl Store {
         let cache = rocksdb::Cache::new_lru_cache(256 << 20);
         let cfs = CFS
             .iter()
+            .chain(extra.iter().filter(|n| !CFS.contains(n)))
             .map(|n| ColumnFamilyDescriptor::new(*n, cf_options(n, &cache)));
         let db = DB::open_cf_descriptors(&opts, dir, cfs).map_err(storage)?;
         Ok(Store {
@@ -97,16 +111,112 @@ impl Store {
         })
     }
 
-    /// The raw database, for modules that own a column family.
-    pub fn db(&self) -> &DB {
+    /// The raw database: the ledger's writer only.
+    pub(super) fn db(&self) -> &DB {
         &self.db
     }
 
     /// A column family handle (every name in [`CFS`] exists).
-    pub fn cf(&self, name: &str) -> Result<&rocksdb::ColumnFamily, Error> {
+    pub(super) fn cf(&self, name: &str) -> Result<&rocksdb::ColumnFamily, Error> {
         self.db
             .cf_handle(name)
             .ok_or_else(|| Error::Internal(format!("missing column family {name}")))
+    }
+
+    /// A handle of a column family declared at open by another module; never one of [`CFS`].
+    fn extra_cf(&self, name: &str) -> Result<&rocksdb::ColumnFamily, Error> {
+        if CFS.contains(&name) {
+            return Err(Error::Internal(format!(
+                "column family {name} belongs to the ledger"
+            )));
+        }
+        self.cf(name)
+    }
+
+    /// Reads a value of an extra column family.
+    pub fn get_extra(&self, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        self.db.get_cf(self.extra_cf(cf)?, key).map_err(storage)
+    }
+
+    /// Adds a put to an extra column family to `batch`.
+    pub fn put_extra(
+        &self,
+        batch: &mut Batch,
+        cf: &str,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<(), Error> {
+        batch.0.put_cf(self.extra_cf(cf)?, key, value);
+        Ok(())
+    }
+
+    /// Adds a delete in an extra column family to `batch`.
+    pub fn delete_extra(&self, batch: &mut Batch, cf: &str, key: &[u8]) -> Result<(), Error> {
+        batch.0.delete_cf(self.extra_cf(cf)?, key);
+        Ok(())
+    }
+
+    /// Adds the deletion of keys in `[from, to)` of an extra column family to `batch`.
+    pub fn delete_range_extra(
+        &self,
+        batch: &mut Batch,
+        cf: &str,
+        from: &[u8],
+        to: &[u8],
+    ) -> Result<(), Error> {
+        batch.0.delete_range_cf(self.extra_cf(cf)?, from, to);
+        Ok(())
+    }
+
+    /// Adds a `meta` value to `batch` (e.g. a cursor written with what it covers).
+    pub fn batch_meta(&self, batch: &mut Batch, key: &str, value: &[u8]) -> Result<(), Error> {
+        batch.0.put_cf(self.cf("meta")?, key, value);
+        Ok(())
+    }
+
+    /// Writes `batch` at once; `sync` waits for the WAL to reach the disk.
+    pub fn write(&self, batch: Batch, sync: bool) -> Result<(), Error> {
+        let mut wo = rocksdb::WriteOptions::default();
+        wo.set_sync(sync);
+        self.db.write_opt(batch.0, &wo).map_err(storage)
+    }
+
+    /// Visits the entries of an extra column family in key order from `from` (inclusive) while
+    /// `f` returns true.
+    pub fn scan_extra(
+        &self,
+        cf: &str,
+        from: &[u8],
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), Error> {
+        let mut it = self.db.raw_iterator_cf(self.extra_cf(cf)?);
+        it.seek(from);
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if !f(k, v) {
+                break;
+            }
+            it.next();
+        }
+        it.status().map_err(storage)
+    }
+
+    /// Visits the entries of an extra column family in reverse key order from the last key
+    /// `<= from` while `f` returns true.
+    pub fn scan_extra_rev(
+        &self,
+        cf: &str,
+        from: &[u8],
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), Error> {
+        let mut it = self.db.raw_iterator_cf(self.extra_cf(cf)?);
+        it.seek_for_prev(from);
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if !f(k, v) {
+                break;
+            }
+            it.prev();
+        }
+        it.status().map_err(storage)
     }
 
     /// Number of records (one past the last sequence), read from disk (the writer's cached

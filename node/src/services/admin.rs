@@ -252,7 +252,8 @@ impl AdminService for AdminApi {
         if r.reason.trim().is_empty() {
             return Err(Error::invalid("reason", "required: the operator's reason").into());
         }
-        let (decision, admission) = quarantine::decide(&self.node, id, r.admit, r.reason).await?;
+        let (decision, admission) =
+            quarantine::decide(&self.node.fed, id, r.admit, r.reason).await?;
         tracing::info!(decision = %decision, "quarantined record decided by the operator");
         Ok(Response::new(pb::DecideQuarantinedResponse {
             admission_record_id: admission.to_vec().into(),

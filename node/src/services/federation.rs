@@ -1,6 +1,6 @@
 //! `accord.federation.v1.FederationService`: peer nodes deliver envelopes and fetch receipts
 //! (seed 000, "Federation admission"). Callers authenticate with mutual TLS; the admission
-//! logic is in [`crate::federation::inbox`].
+//! logic is in [`crate::federation::admission`] and [`crate::federation::inbox`].
 //!
 //! [`PeerGate`] runs before the request body is read (a tonic interceptor sees only headers and
 //! the connection): a caller whose TLS leaf is no enabled peer's identity is refused
@@ -8,7 +8,7 @@
 //! `peer_disabled`), so a stranger's 64 MiB body is never decoded (issue 8).
 
 use crate::error::Error;
-use crate::federation::{codes, inbox, sender::MAX_MESSAGE};
+use crate::federation::{MAX_MESSAGE, admission, codes, inbox};
 use crate::node::Node;
 use accord_proto::pb::federation::v1 as pb;
 use accord_proto::pb::federation::v1::federation_service_server::{
@@ -60,7 +60,7 @@ impl tonic::service::Interceptor for PeerGate {
             .unwrap_or_default();
         let Some(chain) = req.peer_certs() else {
             return Err(unauthenticated(crate::federation::refusals::refuse_from(
-                &self.node,
+                &self.node.fed,
                 &source,
                 "",
                 codes::WRONG_TLS_IDENTITY,
@@ -77,7 +77,7 @@ impl tonic::service::Interceptor for PeerGate {
         }
         if let Some(p) = matching.first() {
             return Err(crate::federation::refusals::refuse_from(
-                &self.node,
+                &self.node.fed,
                 p.name(),
                 p.name(),
                 codes::PEER_DISABLED,
@@ -86,7 +86,7 @@ impl tonic::service::Interceptor for PeerGate {
             .into());
         }
         Err(unauthenticated(crate::federation::refusals::refuse_from(
-            &self.node,
+            &self.node.fed,
             &source,
             "",
             codes::WRONG_TLS_IDENTITY,
@@ -96,7 +96,8 @@ impl tonic::service::Interceptor for PeerGate {
 }
 
 /// A refusal answered UNAUTHENTICATED, its code in `accord-reason`.
-fn unauthenticated(e: Error) -> Status {
+fn unauthenticated(e: impl Into<Error>) -> Status {
+    let e: Error = e.into();
     let mut st = Status::unauthenticated(e.to_string());
     if let Ok(v) = e.reason().parse() {
         st.metadata_mut().insert("accord-reason", v);
@@ -151,7 +152,7 @@ impl FederationService for FederationApi {
             .envelope
             .ok_or_else(|| Error::invalid("envelope", "required"))?;
         check_envelope_idents(&env)?;
-        let resp = inbox::deliver(&self.node, env, chain).await?;
+        let resp = admission::deliver(&self.node.fed, env, chain).await?;
         tracing::Span::current().record("records", resp.receipts.len().saturating_sub(1));
         Ok(Response::new(resp))
     }
@@ -172,7 +173,7 @@ impl FederationService for FederationApi {
             .enumerate()
             .map(|(i, b)| super::work::record_id_field(&format!("record_ids[{i}]"), b))
             .collect::<Result<Vec<_>, _>>()?;
-        let receipts = inbox::get_receipts(&self.node, ids, chain).await?;
+        let receipts = inbox::get_receipts(&self.node.fed, ids, chain).await?;
         Ok(Response::new(pb::GetReceiptsResponse { receipts }))
     }
 }

@@ -459,6 +459,34 @@ pub async fn receiver_with_sender() -> (TestNode, TestNode) {
     (b, a)
 }
 
+/// [`receiver_with_sender`], with the receiver running in this process on `clock` (a driven
+/// clock: key validity windows and quarantine timeouts are crossed by advancing it).
+pub async fn receiver_on_clock_with_sender(
+    clock: accord_node::clock::Clock,
+) -> (TestNode, TestNode) {
+    let b = TestNode::builder("globex")
+        .party("bob")
+        .config(fast)
+        .start_with_clock(clock)
+        .await
+        .unwrap();
+    let a = TestNode::builder("acme")
+        .party("alice")
+        .start()
+        .await
+        .unwrap();
+    b.add_peer(&a).await.unwrap();
+    (b, a)
+}
+
+/// Milliseconds since the Unix epoch on the host's clock (where a driven clock starts).
+pub fn wall_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
 /// The config edit every federation test node gets.
 pub fn fast(text: &mut String, _: &std::path::Path) {
     text.push_str(accord_tests::FAST_FEDERATION);

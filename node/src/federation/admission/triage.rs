@@ -1,0 +1,113 @@
+//! Phase 2: what to do with each record of an authenticated envelope (checks 2–6 of the module
+//! doc of [`super`]), and the peer's budget for records rejected at the door.
+
+use super::Work;
+use crate::federation::FedContext;
+use crate::federation::check;
+use crate::federation::codes;
+use crate::federation::error::FedError;
+use crate::federation::peers::Peer;
+use crate::federation::quarantine;
+use accord_proto::pb::federation::v1::{Envelope, Signed};
+use accord_proto::pb::record::v1::SignedRecord;
+use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE, RecordId};
+use prost::Message;
+use std::collections::{HashMap, HashSet};
+
+/// Triage of `env`'s records in envelope order; `proven[i]` when the log proof includes record
+/// `i`. Fails, before anything is written, when the records rejected at the door exceed the
+/// peer's budget.
+pub(super) fn records(
+    cx: &FedContext,
+    peer: &Peer,
+    env: &Envelope,
+    proven: &[bool],
+    now: i64,
+) -> Result<Vec<Work>, FedError> {
+    // Record signatures, all at once (one Ed25519 batch); a record the batch does not establish
+    // is checked alone, for its reason code.
+    let all: Vec<&SignedRecord> = env.records.iter().collect();
+    let sig_ok = peer.verify_batch(RECORD_PAYLOAD_TYPE, &all, now);
+    let decisions = &cx.federation.decisions;
+
+    let mut work: Vec<Work> = Vec::with_capacity(env.records.len());
+    let mut coming: HashSet<RecordId> = HashSet::new();
+    let mut first: HashMap<RecordId, usize> = HashMap::new();
+    let mut quarantined_here: HashMap<String, Vec<(RecordId, Vec<RecordId>)>> = HashMap::new();
+    let mut door: u32 = 0;
+    for (i, signed) in env.records.iter().enumerate() {
+        let id = signing::record_id(&signed.payload_type, &signed.payload);
+        if let Some(j) = first.get(&id) {
+            work.push(Work::SameAs(*j));
+            continue;
+        }
+        first.insert(id, i);
+        if let Some(e) = decisions.entry(&id)? {
+            let s = Signed::decode(e.first_receipt.as_slice())
+                .map_err(|e| FedError::corrupt("receipt", e))?;
+            work.push(Work::Dup(s));
+            continue;
+        }
+        // The declaration names no sender-chosen commitment: a record rejected at the door is
+        // declared under `federation:<peer>` (issue 8), at the record's own declared time.
+        let verified = sig_ok.get(i).copied().unwrap_or(false);
+        let checked = check::check(peer, id, signed, now, verified);
+        match checked {
+            Err(r) => {
+                door += 1;
+                work.push(Work::Reject {
+                    id,
+                    code: r.rejection.code,
+                    detail: r.rejection.detail,
+                    declared_at: r.declared_at,
+                });
+            }
+            Ok(c) if !proven.get(i).copied().unwrap_or(false) => {
+                door += 1;
+                work.push(Work::Quarantine {
+                    c,
+                    missing: Vec::new(),
+                    code: codes::UNPROVEN,
+                });
+            }
+            Ok(c) => {
+                let here = quarantined_here
+                    .get(&c.record.commitment_id)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]);
+                let missing = quarantine::missing(cx, &c, &coming, None, here)?;
+                if missing.is_empty() {
+                    coming.insert(id);
+                    work.push(Work::Kernel { c });
+                } else {
+                    quarantined_here
+                        .entry(c.record.commitment_id.clone())
+                        .or_default()
+                        .push((id, missing.clone()));
+                    work.push(Work::Quarantine {
+                        c,
+                        missing,
+                        code: codes::MISSING_BASIS,
+                    });
+                }
+            }
+        }
+    }
+
+    // Records rejected at the door cost ledger writes: bounded per peer, checked before any.
+    let budget = crate::federation::budget::take(cx.name(), peer.name(), door, now);
+    if !budget {
+        tracing::warn!(
+            peer = peer.name(),
+            records = door,
+            "federation: too many rejected records; envelope not admitted"
+        );
+        return Err(FedError::TooManyRejections {
+            peer: peer.name().to_string(),
+            records: door,
+            burst: crate::federation::budget::BURST,
+            per_minute: crate::federation::budget::PER_MINUTE,
+        });
+    }
+    Ok(work)
+}
