@@ -25,8 +25,7 @@ use crate::note::{self, Note, OpenedNote, Signer, Verifier};
 
 mod cosign;
 pub use cosign::{
-    Cosigner, cosignature_message, cosigned_message, verify_cosignature,
-    verify_subtree_cosignature,
+    Cosigner, cosignature_message, cosigned_message, verify_cosignature, verify_subtree_cosignature,
 };
 
 /// A checkpoint: the note text of a signed tree head.
@@ -188,4 +187,3 @@ pub fn open_checkpoint(
     }
     Ok(OpenedCheckpoint { checkpoint, note })
 }
-

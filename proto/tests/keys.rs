@@ -302,7 +302,11 @@ fn cosigner_keys_use_type_0x04() {
     assert_eq!(v.kind(), KeyKind::CosignatureV1);
     assert_eq!(
         v.key_id(),
-        note::key_id("witness.example/w1", 0x04, v.verifying_key().unwrap().as_bytes())
+        note::key_id(
+            "witness.example/w1",
+            0x04,
+            v.verifying_key().unwrap().as_bytes()
+        )
     );
     let vkey = v.to_vkey();
     assert_eq!(

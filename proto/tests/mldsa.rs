@@ -37,7 +37,9 @@ const LAMPS_PK_SHA256: &str = "9f107644c1084526af3bc8098680b05499a2325a644e388fb
 const NAME: &str = "witness.example/pq";
 
 fn vector_checkpoint() -> String {
-    Checkpoint::new("example.com/log", 5, [0x42; 32]).to_body().unwrap()
+    Checkpoint::new("example.com/log", 5, [0x42; 32])
+        .to_body()
+        .unwrap()
 }
 
 #[test]
@@ -46,7 +48,10 @@ fn key_derivation_matches_the_lamps_example_key() {
     let v = c.verifier();
     assert_eq!(v.kind(), KeyKind::MlDsa44);
     assert_eq!(v.public_key_bytes().len(), 1312);
-    assert_eq!(hex::encode(Sha256::digest(v.public_key_bytes())), LAMPS_PK_SHA256);
+    assert_eq!(
+        hex::encode(Sha256::digest(v.public_key_bytes())),
+        LAMPS_PK_SHA256
+    );
     assert!(v.verifying_key().is_none());
     // Key ID: SHA-256(name || "\n" || 0x06 || public key)[:4].
     let mut h = Sha256::new();
@@ -54,10 +59,7 @@ fn key_derivation_matches_the_lamps_example_key() {
     h.update([b'\n', 0x06]);
     h.update(v.public_key_bytes());
     assert_eq!(v.key_id(), h.finalize()[..4]);
-    assert_eq!(
-        note::key_id(NAME, 0x06, v.public_key_bytes()),
-        v.key_id()
-    );
+    assert_eq!(note::key_id(NAME, 0x06, v.public_key_bytes()), v.key_id());
 }
 
 #[test]
@@ -90,10 +92,15 @@ fn vkey_and_skey_text_forms_round_trip() {
     assert!(Verifier::from_vkey(&format!("{NAME}+{id}+{}", B64.encode(&ed_len))).is_err());
     let mut seed31 = vec![0x06];
     seed31.extend([1u8; 31]);
-    assert!(Cosigner::from_skey(&format!("PRIVATE+KEY+{NAME}+{id}+{}", B64.encode(&seed31))).is_err());
+    assert!(
+        Cosigner::from_skey(&format!("PRIVATE+KEY+{NAME}+{id}+{}", B64.encode(&seed31))).is_err()
+    );
     // An Ed25519 cosigner key still parses as one.
     let ed = Cosigner::generate("witness.example/ed", &mut OsRng).unwrap();
-    assert_eq!(Cosigner::from_skey(&ed.to_skey()).unwrap().kind(), KeyKind::CosignatureV1);
+    assert_eq!(
+        Cosigner::from_skey(&ed.to_skey()).unwrap().kind(),
+        KeyKind::CosignatureV1
+    );
     // Debug never shows key material.
     assert!(!format!("{c:?}").contains(&B64.encode(&raw[1..])));
 }
@@ -107,8 +114,15 @@ fn raw_vkey(c: &Cosigner) -> Vec<u8> {
 #[test]
 fn cosigned_message_layout() {
     let hash = [0xab; 32];
-    let m = cosigned_message("w.example/1", 1679315147, "example.com/log", 0, 20852163, &hash)
-        .unwrap();
+    let m = cosigned_message(
+        "w.example/1",
+        1679315147,
+        "example.com/log",
+        0,
+        20852163,
+        &hash,
+    )
+    .unwrap();
     let mut want = b"subtree/v1\n\0".to_vec();
     want.push(11);
     want.extend_from_slice(b"w.example/1");
@@ -144,8 +158,14 @@ fn pinned_cosignature_vector() {
         println!("BODY {}", B64.encode(&body));
         println!("LINE {text}");
     }
-    assert_eq!(hex::encode(Sha256::digest(text.as_bytes())), VECTOR_LINE_SHA256);
-    assert_eq!(verify_cosignature(&c.verifier(), &body, &line).unwrap(), 1_700_000_000);
+    assert_eq!(
+        hex::encode(Sha256::digest(text.as_bytes())),
+        VECTOR_LINE_SHA256
+    );
+    assert_eq!(
+        verify_cosignature(&c.verifier(), &body, &line).unwrap(),
+        1_700_000_000
+    );
 }
 
 #[test]
@@ -169,12 +189,12 @@ fn checkpoint_cosigned_by_both_types_verifies_and_tampering_fails() {
         &[ed.verifier(), pq.verifier()],
     )
     .unwrap();
-    let mut got: Vec<_> = opened
-        .cosignatures()
-        .map(|(v, t)| (v.kind(), t))
-        .collect();
+    let mut got: Vec<_> = opened.cosignatures().map(|(v, t)| (v.kind(), t)).collect();
     got.sort_by_key(|g| g.1);
-    assert_eq!(got, vec![(KeyKind::CosignatureV1, 100), (KeyKind::MlDsa44, 200)]);
+    assert_eq!(
+        got,
+        vec![(KeyKind::CosignatureV1, 100), (KeyKind::MlDsa44, 200)]
+    );
 
     // The ML-DSA message does not cover extension lines (the spec says so); the Ed25519 one does.
     let other_ext = Checkpoint {
@@ -184,12 +204,19 @@ fn checkpoint_cosigned_by_both_types_verifies_and_tampering_fails() {
     .to_body()
     .unwrap();
     let pq_line = &n.signatures()[2];
-    assert_eq!(verify_cosignature(&pq.verifier(), &other_ext, pq_line).unwrap(), 200);
+    assert_eq!(
+        verify_cosignature(&pq.verifier(), &other_ext, pq_line).unwrap(),
+        200
+    );
     assert!(verify_cosignature(&ed.verifier(), &other_ext, &n.signatures()[1]).is_err());
     // Another root or size fails.
-    let other_root = Checkpoint::new("example.com/log", 9, [8; 32]).to_body().unwrap();
+    let other_root = Checkpoint::new("example.com/log", 9, [8; 32])
+        .to_body()
+        .unwrap();
     assert!(verify_cosignature(&pq.verifier(), &other_root, pq_line).is_err());
-    let other_size = Checkpoint::new("example.com/log", 10, [7; 32]).to_body().unwrap();
+    let other_size = Checkpoint::new("example.com/log", 10, [7; 32])
+        .to_body()
+        .unwrap();
     assert!(verify_cosignature(&pq.verifier(), &other_size, pq_line).is_err());
     // A flipped signature bit is a bad signature, and the note as a whole is rejected.
     let mut bad = pq_line.clone();
@@ -224,8 +251,7 @@ fn subtree_cosignatures() {
     let line = pq.cosign_subtree("example.com/log", 8, 13, &hash).unwrap();
     assert_eq!(line.signature[..8], [0; 8]);
     assert_eq!(
-        verify_subtree_cosignature(&pq.verifier(), "example.com/log", 8, 13, &hash, &line)
-            .unwrap(),
+        verify_subtree_cosignature(&pq.verifier(), "example.com/log", 8, 13, &hash, &line).unwrap(),
         0
     );
     for (origin, start, end, h) in [

@@ -157,4 +157,3 @@ fn the_drafts_examples() {
         }
     }
 }
-

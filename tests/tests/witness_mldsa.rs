@@ -158,8 +158,14 @@ async fn ml_dsa_44_and_ed25519_witnesses_count_toward_k_and_both_types_verify_of
     let (code, out, err) = verify(&[&node.vkey(), &w1.vkey(), &pq2], &d.checkpoint);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("signed by acme.accord/log"), "{out}");
-    assert!(out.contains("cosigned by w1.example+") && out.contains("[ed25519]"), "{out}");
-    assert!(out.contains("cosigned by w2.example+") && out.contains("[ml-dsa-44]"), "{out}");
+    assert!(
+        out.contains("cosigned by w1.example+") && out.contains("[ed25519]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("cosigned by w2.example+") && out.contains("[ml-dsa-44]"),
+        "{out}"
+    );
 
     // w2's monitoring endpoint serves its latest checkpoint with both of its cosignatures.
     let hash = hex::encode(Sha256::digest(node.origin().as_bytes()));
@@ -168,7 +174,10 @@ async fn ml_dsa_44_and_ed25519_witnesses_count_toward_k_and_both_types_verify_of
     let (code, out, err) = verify(&[&node.vkey(), &ed2, &pq2], &body);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(out.matches("cosigned by w2.example+").count(), 2, "{out}");
-    assert!(out.contains("[ed25519]") && out.contains("[ml-dsa-44]"), "{out}");
+    assert!(
+        out.contains("[ed25519]") && out.contains("[ml-dsa-44]"),
+        "{out}"
+    );
     assert!(!out.contains("unknown signature"), "{out}");
 
     // A flipped bit in the ML-DSA-44 signature: accordctl says invalid (exit 1).
@@ -189,5 +198,8 @@ async fn ml_dsa_44_and_ed25519_witnesses_count_toward_k_and_both_types_verify_of
 
     // An origin hash the witness never co-signed: 404.
     let other = hex::encode(Sha256::digest(b"nobody.example/log"));
-    assert_eq!(http_get(w2.http, &format!("/{other}/checkpoint")).await.0, 404);
+    assert_eq!(
+        http_get(w2.http, &format!("/{other}/checkpoint")).await.0,
+        404
+    );
 }

@@ -37,6 +37,7 @@ pub enum OfflineCommand {
 
 /// `accordctl tlog ...`
 #[derive(Debug, Subcommand)]
+#[allow(clippy::enum_variant_names)] // the CLI spells them verify-inclusion, verify-consistency, verify-subtree
 pub enum TlogCommand {
     /// Check that a leaf hash is at an index of a tree with the given size and root.
     VerifyInclusion(VerifyInclusionArgs),
@@ -798,7 +799,15 @@ mod tests {
         let hash = merkle::subtree_hash(&tree, 8, 13).unwrap();
         let proof = merkle::subtree_consistency_proof(&tree, 8, 13, 14).unwrap();
         let (h, r, p) = (hex::encode(hash), hex::encode(root), hexes(&proof));
-        let base = ["tlog", "verify-subtree", "--start", "8", "--end", "13", "--hash"];
+        let base = [
+            "tlog",
+            "verify-subtree",
+            "--start",
+            "8",
+            "--end",
+            "13",
+            "--hash",
+        ];
         let with = |extra: &[&str]| {
             let mut v: Vec<&str> = base.to_vec();
             v.push(&h);
@@ -810,33 +819,94 @@ mod tests {
         assert!(out.contains("subtree [8, 13) is consistent with the tree of size 14"));
         let mut bad = proof.clone();
         bad[0][0] ^= 1;
-        assert_eq!(with(&["--size", "14", "--root", &r, "--proof", &hexes(&bad)]).0, 1);
+        assert_eq!(
+            with(&["--size", "14", "--root", &r, "--proof", &hexes(&bad)]).0,
+            1
+        );
         assert_eq!(with(&["--size", "15", "--root", &r, "--proof", &p]).0, 1);
 
         // The witness's subtree cosignature (what sign-subtree returns) verifies; another
         // range, another origin or another key does not.
         let mut rng = rand::rngs::OsRng;
         let w = Cosigner::generate_ml_dsa_44("witness.example/pq", &mut rng).unwrap();
-        let line = w.cosign_subtree("example.com/log", 8, 13, &hash).unwrap().to_line();
+        let line = w
+            .cosign_subtree("example.com/log", 8, 13, &hash)
+            .unwrap()
+            .to_line();
         let line = line.trim_end();
         let v = w.verifier().to_vkey();
-        let args = ["--origin", "example.com/log", "--vkey", &v, "--cosignature", line];
+        let args = [
+            "--origin",
+            "example.com/log",
+            "--vkey",
+            &v,
+            "--cosignature",
+            line,
+        ];
         let (code, out, reason) = with(&args);
         assert_eq!(code, 0, "{out}{reason}");
         assert!(out.contains("cosigned by witness.example/pq+"), "{out}");
-        let (code, out, _) = with(&[&args[..], &["--size", "14", "--root", &r, "--proof", &p]].concat());
+        let (code, out, _) =
+            with(&[&args[..], &["--size", "14", "--root", &r, "--proof", &p]].concat());
         assert_eq!((code, out.lines().count()), (0, 2), "{out}");
-        assert_eq!(with(&["--origin", "example.com/other", "--vkey", &v, "--cosignature", line]).0, 1);
+        assert_eq!(
+            with(&[
+                "--origin",
+                "example.com/other",
+                "--vkey",
+                &v,
+                "--cosignature",
+                line
+            ])
+            .0,
+            1
+        );
         let other = Cosigner::generate_ml_dsa_44("witness.example/pq", &mut rng).unwrap();
         let ov = other.verifier().to_vkey();
-        assert_eq!(with(&["--origin", "example.com/log", "--vkey", &ov, "--cosignature", line]).0, 1);
+        assert_eq!(
+            with(&[
+                "--origin",
+                "example.com/log",
+                "--vkey",
+                &ov,
+                "--cosignature",
+                line
+            ])
+            .0,
+            1
+        );
         let wrong_range = [
-            "tlog", "verify-subtree", "--start", "8", "--end", "12", "--hash", &h, "--origin",
-            "example.com/log", "--vkey", &v, "--cosignature", line,
+            "tlog",
+            "verify-subtree",
+            "--start",
+            "8",
+            "--end",
+            "12",
+            "--hash",
+            &h,
+            "--origin",
+            "example.com/log",
+            "--vkey",
+            &v,
+            "--cosignature",
+            line,
         ];
         assert_eq!(cli(&wrong_range, "").0, 1);
         // Not a valid subtree; nothing to check.
-        let invalid = ["tlog", "verify-subtree", "--start", "5", "--end", "13", "--hash", &h, "--size", "14", "--root", &r];
+        let invalid = [
+            "tlog",
+            "verify-subtree",
+            "--start",
+            "5",
+            "--end",
+            "13",
+            "--hash",
+            &h,
+            "--size",
+            "14",
+            "--root",
+            &r,
+        ];
         assert_eq!(cli(&invalid, "").0, 1);
         assert_eq!(with(&[]).0, 2);
     }
@@ -844,7 +914,15 @@ mod tests {
     #[test]
     fn key_generate_makes_ml_dsa_44_cosigner_keys() {
         let (code, out, _) = cli(
-            &["key", "generate", "--name", "w.example/pq", "--cosigner", "--alg", "ml-dsa-44"],
+            &[
+                "key",
+                "generate",
+                "--name",
+                "w.example/pq",
+                "--cosigner",
+                "--alg",
+                "ml-dsa-44",
+            ],
             "",
         );
         assert_eq!(code, 0);
@@ -855,7 +933,11 @@ mod tests {
         assert_eq!(c.verifier(), v);
         // ML-DSA-44 is for cosigner keys only.
         assert_eq!(
-            cli(&["key", "generate", "--name", "x", "--alg", "ml-dsa-44"], "").0,
+            cli(
+                &["key", "generate", "--name", "x", "--alg", "ml-dsa-44"],
+                ""
+            )
+            .0,
             2
         );
     }

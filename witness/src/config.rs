@@ -297,7 +297,10 @@ impl RawConfig {
                 return Err(Error::config("key_file", "missing (or set key_files)"));
             }
             (Some(_), Some(_)) => {
-                return Err(Error::config("key_files", "set key_file or key_files, not both"));
+                return Err(Error::config(
+                    "key_files",
+                    "set key_file or key_files, not both",
+                ));
             }
         };
         let cosigner = cosigners[0].clone();

@@ -194,7 +194,10 @@ fn both_key_types_and_the_prefixes_load_and_bad_ones_name_the_field() {
         );
     }
     assert_eq!(
-        field_of(with(keys, "key_files = [\"witness.skey\", \"witness.skey\"]")),
+        field_of(with(
+            keys,
+            "key_files = [\"witness.skey\", \"witness.skey\"]"
+        )),
         "key_files[1]"
     );
     assert_eq!(field_of(with(keys, "key_files = []")), "key_files");
@@ -204,7 +207,10 @@ fn both_key_types_and_the_prefixes_load_and_bad_ones_name_the_field() {
     );
     assert_eq!(field_of(with(keys, "")), "key_file");
     assert_eq!(
-        field_of(with(keys, "key_files = [\"witness.skey\", \"missing.skey\"]")),
+        field_of(with(
+            keys,
+            "key_files = [\"witness.skey\", \"missing.skey\"]"
+        )),
         "key_files[1]"
     );
     // ML-DSA-44 alone.

@@ -44,7 +44,13 @@ pub fn router_with(witness: Arc<Witness>, max_body_bytes: usize, prefixes: &Pref
         .route("/add-checkpoint", post(add_checkpoint))
         .route("/sign-subtree", post(sign_subtree));
     let monitoring = Router::new().route("/{origin_hash}/checkpoint", get(monitor_checkpoint));
-    let nest = |r: Router<Arc<Witness>>, p: &str| if p.is_empty() { r } else { Router::new().nest(p, r) };
+    let nest = |r: Router<Arc<Witness>>, p: &str| {
+        if p.is_empty() {
+            r
+        } else {
+            Router::new().nest(p, r)
+        }
+    };
     nest(submission, &prefixes.submission)
         .merge(nest(monitoring, &prefixes.monitoring))
         .layer(DefaultBodyLimit::max(max_body_bytes))
@@ -87,10 +93,16 @@ async fn monitor_checkpoint(
 ) -> Response {
     let mut hash = [0u8; 32];
     let lowercase_hex = origin_hash.len() == 64
-        && origin_hash.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && origin_hash
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         && hex::decode_to_slice(&origin_hash, &mut hash).is_ok();
     if !lowercase_hex {
-        return (StatusCode::NOT_FOUND, "not a lowercase hex SHA-256 origin hash\n").into_response();
+        return (
+            StatusCode::NOT_FOUND,
+            "not a lowercase hex SHA-256 origin hash\n",
+        )
+            .into_response();
     }
     match witness.monitoring_checkpoint(&hash).await {
         Ok(note) => text_ok(note),

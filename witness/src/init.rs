@@ -129,7 +129,10 @@ pub fn init_with(opts: &InitOptions, algs: &[KeyAlg]) -> Result<Initialized, Err
     } else {
         format!(
             "key_files = [{}]",
-            keys.iter().map(|(_, f)| toml_str(f)).collect::<Vec<_>>().join(", ")
+            keys.iter()
+                .map(|(_, f)| toml_str(f))
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     };
 

@@ -95,7 +95,12 @@ impl SignSubtree {
 
     /// The HTTP request body for this request.
     pub fn to_http_body(&self) -> String {
-        let mut body = format!("subtree {} {}\n{}\n", self.start, self.end, B64.encode(self.hash));
+        let mut body = format!(
+            "subtree {} {}\n{}\n",
+            self.start,
+            self.end,
+            B64.encode(self.hash)
+        );
         for h in &self.proof {
             body.push_str(&B64.encode(h));
             body.push('\n');

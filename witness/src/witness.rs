@@ -156,7 +156,10 @@ impl Witness {
             return Err(Error::config("limits", "limits must be at least 1"));
         }
         if opts.cosigners.is_empty() {
-            return Err(Error::config("key_file", "a witness needs at least one key"));
+            return Err(Error::config(
+                "key_file",
+                "a witness needs at least one key",
+            ));
         }
         let store = Store::open(&opts.data_dir)?;
         for log in &opts.logs {
@@ -187,7 +190,10 @@ impl Witness {
                 })
                 .log = Some(Arc::new(log));
         }
-        let by_hash = entries.keys().map(|o| (origin_hash(o), o.clone())).collect();
+        let by_hash = entries
+            .keys()
+            .map(|o| (origin_hash(o), o.clone()))
+            .collect();
         Ok(Witness {
             cosigners: Arc::new(opts.cosigners),
             by_hash: RwLock::new(by_hash),
@@ -491,7 +497,8 @@ pub(crate) fn cosigned_note(
     for line in latest.cosignature.lines() {
         let sig = accord_proto::note::NoteSignature::parse_line(line)
             .map_err(|_| corrupt("stored cosignature"))?;
-        out.add_signature(sig).map_err(|_| corrupt("stored cosignature"))?;
+        out.add_signature(sig)
+            .map_err(|_| corrupt("stored cosignature"))?;
     }
     Ok(out.to_string())
 }

@@ -92,7 +92,8 @@ impl Cosigner {
         name: &str,
         rng: &mut (impl rand::RngCore + rand::CryptoRng),
     ) -> Result<Cosigner, Error> {
-        KeyPair::generate(name, KeyKind::CosignatureV1, rng).map(|k| Cosigner(CosignerKey::Ed25519(k)))
+        KeyPair::generate(name, KeyKind::CosignatureV1, rng)
+            .map(|k| Cosigner(CosignerKey::Ed25519(k)))
     }
 
     /// Generates a new ML-DSA-44 (type 0x06) cosigner key named `name`.
@@ -124,8 +125,7 @@ impl Cosigner {
     pub fn from_skey(text: &str) -> Result<Cosigner, Error> {
         let parts: Vec<&str> = text.trim_end_matches('\n').splitn(5, '+').collect();
         if let [_, _, name, id, material] = parts[..]
-            && let Ok((KeyKind::MlDsa44, seed)) =
-                crate::note::key::parse_key_material_any(material)
+            && let Ok((KeyKind::MlDsa44, seed)) = crate::note::key::parse_key_material_any(material)
         {
             if parts[0] != "PRIVATE" || parts[1] != "KEY" {
                 return Err(Error::MalformedKey {

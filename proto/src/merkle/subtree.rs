@@ -167,10 +167,13 @@ pub fn verify_subtree_consistency(
     Ok(())
 }
 
+/// A subtree as its half-open leaf range `(start, end)`.
+pub type Range = (u64, u64);
+
 /// Two adjacent subtrees that together cover `[start, end)` with few extra entries before
 /// `start` ("Selecting Two Subtrees"): `left.end == right.start`, `left.start <= start`,
 /// `right.end == end`. Either may be empty.
-pub fn covering_subtrees(start: u64, end: u64) -> Result<((u64, u64), (u64, u64)), Error> {
+pub fn covering_subtrees(start: u64, end: u64) -> Result<(Range, Range), Error> {
     if start > end {
         return Err(Error::InvalidRange {
             reason: "start is after end",

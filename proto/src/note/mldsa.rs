@@ -128,10 +128,11 @@ impl MlDsa44Pair {
     /// A pure ML-DSA-44 signature (empty context, deterministic variant) over `msg`.
     pub(crate) fn sign(&self, msg: &[u8]) -> Result<Vec<u8>, Error> {
         // The crate's `Signer` impl is ML-DSA.Sign's deterministic variant with an empty context.
-        let sig = ml_dsa::signature::Signer::try_sign(&*self.key, msg)
-            .map_err(|_| Error::MalformedCosignature {
+        let sig = ml_dsa::signature::Signer::try_sign(&*self.key, msg).map_err(|_| {
+            Error::MalformedCosignature {
                 reason: "ML-DSA-44 signing failed",
-            })?;
+            }
+        })?;
         Ok(sig.encode().as_slice().to_vec())
     }
 }

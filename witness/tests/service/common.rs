@@ -217,7 +217,10 @@ impl TestWitness {
         vkeys: Vec<String>,
         admin_token: String,
     ) -> TestWitness {
-        let verifiers: Vec<Verifier> = vkeys.iter().map(|v| Verifier::from_vkey(v).unwrap()).collect();
+        let verifiers: Vec<Verifier> = vkeys
+            .iter()
+            .map(|v| Verifier::from_vkey(v).unwrap())
+            .collect();
         let vkey = vkeys[0].clone();
         let config = Config::load(config_path).unwrap();
         let listeners = Listeners::bind(&config).await.unwrap();

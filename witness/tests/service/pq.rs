@@ -38,7 +38,12 @@ async fn sign_subtree_answers_every_status_over_http() {
     let mut log = TestLog::new("example.com/log");
     let mut other = TestLog::new("example.com/other");
     let w = TestWitness::start_algs(dir.path(), &[&log, &other], &[], BOTH).await;
-    let pq = w.verifiers.iter().find(|v| v.kind() == KeyKind::MlDsa44).unwrap().clone();
+    let pq = w
+        .verifiers
+        .iter()
+        .find(|v| v.kind() == KeyKind::MlDsa44)
+        .unwrap()
+        .clone();
     log.grow_to(14);
     let r = w.post(&log.request(0).to_http_body()).await;
     assert_eq!(r.status, 200, "{r:?}");
@@ -63,7 +68,9 @@ async fn sign_subtree_answers_every_status_over_http() {
             0
         );
         // The line is for exactly this subtree.
-        assert!(verify_subtree_cosignature(&pq, log.origin(), start, end + 1, &hash, &sig).is_err());
+        assert!(
+            verify_subtree_cosignature(&pq, log.origin(), start, end + 1, &hash, &sig).is_err()
+        );
     }
     // A reference checkpoint carrying only the witness's Ed25519 cosignature is enough.
     let ed_line = r.body.lines().next().unwrap();
@@ -102,7 +109,10 @@ async fn sign_subtree_answers_every_status_over_http() {
 
     // 403: no cosignature by this witness; a tampered one; another witness's.
     other.grow_to(14);
-    assert_eq!(post(request(&other, 8, 13, other.signed())).await.status, 403);
+    assert_eq!(
+        post(request(&other, 8, 13, other.signed())).await.status,
+        403
+    );
     let mut n = Note::parse(reference.as_bytes()).unwrap();
     let mut sigs: Vec<NoteSignature> = n.signatures().to_vec();
     let last = sigs.len() - 1;
@@ -162,7 +172,12 @@ async fn sign_subtree_over_grpc_has_its_codes() {
         checkpoint: r.checkpoint.clone(),
     };
     let req = request(&log, 16, 21, reference.clone());
-    let got = c.sign_subtree(to_pb(&req)).await.unwrap().into_inner().cosignatures;
+    let got = c
+        .sign_subtree(to_pb(&req))
+        .await
+        .unwrap()
+        .into_inner()
+        .cosignatures;
     let sig = NoteSignature::parse_line(got.trim_end()).unwrap();
     verify_subtree_cosignature(&w.verifier, log.origin(), 16, 21, &req.hash, &sig).unwrap();
 
@@ -210,14 +225,16 @@ async fn the_monitoring_endpoint_serves_the_latest_cosigned_checkpoint_under_its
     log.grow_to(7);
     assert_eq!(w.post(&log.request(0).to_http_body()).await.status, 404);
     // Submitted with a stranger's signature line too, which the monitoring view leaves out.
-    let stranger = accord_proto::note::Signer::generate("example.com/x", &mut rand::rngs::OsRng)
-        .unwrap();
+    let stranger =
+        accord_proto::note::Signer::generate("example.com/x", &mut rand::rngs::OsRng).unwrap();
     let mut submitted = Note::parse(log.signed().as_bytes()).unwrap();
     submitted.sign(&stranger).unwrap();
     let mut req = log.request(0);
     req.checkpoint = submitted.to_string();
     w.clock.advance(3);
-    let r = w.post_to("/submit/add-checkpoint", &req.to_http_body()).await;
+    let r = w
+        .post_to("/submit/add-checkpoint", &req.to_http_body())
+        .await;
     assert_eq!(r.status, 200, "{r:?}");
 
     let m = w.get(&path).await;
@@ -241,7 +258,9 @@ async fn the_monitoring_endpoint_serves_the_latest_cosigned_checkpoint_under_its
     // A later checkpoint replaces it; other hashes, uppercase hex and junk are 404.
     log.grow_to(9);
     w.clock.advance(3);
-    let r = w.post_to("/submit/add-checkpoint", &log.request(7).to_http_body()).await;
+    let r = w
+        .post_to("/submit/add-checkpoint", &log.request(7).to_http_body())
+        .await;
     assert_eq!(r.status, 200, "{r:?}");
     let m = w.get(&path).await;
     assert_eq!(m.body, format!("{}{}", log.signed(), r.body));
