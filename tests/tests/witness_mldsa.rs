@@ -45,8 +45,24 @@ async fn submit(c: &mut WorkClient, alice: &Signer, i: u32) -> work::SubmitRespo
 
 /// A one-shot HTTP/1.1 GET; (status, body).
 async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    http(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+    )
+    .await
+}
+
+/// A one-shot HTTP/1.1 POST; (status, body).
+async fn http_post(addr: SocketAddr, path: &str, body: &str) -> (u16, String) {
+    let req = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    http(addr, &req).await
+}
+
+async fn http(addr: SocketAddr, head: &str) -> (u16, String) {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let head = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     s.write_all(head.as_bytes()).await.unwrap();
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw).await;
@@ -202,4 +218,43 @@ async fn ml_dsa_44_and_ed25519_witnesses_count_toward_k_and_both_types_verify_of
         http_get(w2.http, &format!("/{other}/checkpoint")).await.0,
         404
     );
+
+    // sign-subtree on the node's witnessed checkpoint: the whole tree [0, size) is a subtree
+    // whose hash is the root and whose proof is empty; the answer verifies with accordctl.
+    let note = accord_proto::note::Note::parse(d.checkpoint.as_bytes()).unwrap();
+    let cp = accord_proto::checkpoint::Checkpoint::parse(note.text()).unwrap();
+    let root_b64 = note.text().lines().nth(2).unwrap();
+    let req = format!("subtree 0 {}\n{root_b64}\n\n{}", cp.size, d.checkpoint);
+    let (status, lines) = http_post(w2.http, "/sign-subtree", &req).await;
+    assert_eq!(status, 200, "{lines}");
+    let (size, root) = (cp.size.to_string(), hex::encode(cp.root));
+    let origin = node.origin();
+    let args = [
+        "tlog",
+        "verify-subtree",
+        "--start",
+        "0",
+        "--end",
+        &size,
+        "--hash",
+        &root,
+        "--size",
+        &size,
+        "--root",
+        &root,
+        "--origin",
+        &origin,
+        "--vkey",
+        &pq2,
+        "--cosignature",
+        lines.trim_end(),
+    ];
+    let (code, out, err) = run_bin("accordctl", &args, None).unwrap();
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("cosigned by w2.example+") && out.contains("(timestamp 0)"),
+        "{out}"
+    );
+    // The same request to w1 (Ed25519 only) is 501: its key type cannot sign subtrees.
+    assert_eq!(http_post(w1.http, "/sign-subtree", &req).await.0, 501);
 }
