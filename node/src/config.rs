@@ -178,7 +178,7 @@ pub struct WitnessPolicyConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WitnessConfig {
-    /// The witness's cosigner vkey (type 0x04).
+    /// The witness's cosigner vkey: type 0x04 (Ed25519) or 0x06 (ML-DSA-44).
     pub vkey: String,
     /// Its gRPC endpoint (https://host:port).
     pub endpoint: String,
@@ -620,10 +620,10 @@ impl Config {
         for (i, w) in self.witnesses.list.iter().enumerate() {
             let v = accord_proto::note::Verifier::from_vkey(&w.vkey)
                 .map_err(|e| err(format!("witnesses.list[{i}].vkey"), e.to_string()))?;
-            if v.kind() != accord_proto::note::KeyKind::CosignatureV1 {
+            if !v.kind().is_cosignature() {
                 return Err(err(
                     format!("witnesses.list[{i}].vkey"),
-                    "not a cosignature/v1 key (type 0x04)",
+                    "not a witness cosigner key (type 0x04 Ed25519 or 0x06 ML-DSA-44)",
                 ));
             }
             check_endpoint(&format!("witnesses.list[{i}].endpoint"), &w.endpoint)?;

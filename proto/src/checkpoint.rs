@@ -1,5 +1,6 @@
-//! Transparency-log checkpoints (c2sp.org/tlog-checkpoint) and Ed25519 witness cosignatures
-//! (c2sp.org/tlog-cosignature, `cosignature/v1`).
+//! Transparency-log checkpoints (c2sp.org/tlog-checkpoint) and witness cosignatures
+//! (c2sp.org/tlog-cosignature: Ed25519 `cosignature/v1` and ML-DSA-44 `subtree/v1`; see
+//! [`Cosigner`]).
 //!
 //! A checkpoint is a signed note whose text is
 //!
@@ -20,8 +21,12 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 
 use crate::error::{Error, KeyRef};
-use crate::note::key::KeyPair;
-use crate::note::{self, KeyKind, Note, NoteSignature, OpenedNote, Signer, Verifier};
+use crate::note::{self, Note, OpenedNote, Signer, Verifier};
+
+mod cosign;
+pub use cosign::{
+    Cosigner, cosignature_message, cosigned_message, verify_cosignature, verify_subtree_cosignature,
+};
 
 /// A checkpoint: the note text of a signed tree head.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -154,7 +159,7 @@ impl OpenedCheckpoint {
     }
 }
 
-/// Parses and verifies a signed checkpoint: the note must verify (c2sp.org/signed-note rules)
+/// Parses and verifies a signed checkpoint (cosignatures of both types verify): the note must verify (c2sp.org/signed-note rules)
 /// against `log_keys` and `cosigners` together, at least one of `log_keys` must have signed it
 /// ([`Error::MissingSignature`] otherwise), and the origin line must be `origin`
 /// ([`Error::OriginMismatch`]).
@@ -181,134 +186,4 @@ pub fn open_checkpoint(
         return Err(Error::MissingSignature { key });
     }
     Ok(OpenedCheckpoint { checkpoint, note })
-}
-
-/// The message an Ed25519 cosignature/v1 signs: `"cosignature/v1\ntime <t>\n" || body`
-/// (c2sp.org/tlog-cosignature, "Ed25519 signed message").
-pub fn cosignature_message(body: &str, timestamp: u64) -> Vec<u8> {
-    format!("cosignature/v1\ntime {timestamp}\n{body}").into_bytes()
-}
-
-/// The spec's bound on cosignature timestamps: they MUST NOT exceed 2^63 - 1.
-const MAX_TIMESTAMP: u64 = i64::MAX as u64;
-
-/// An Ed25519 witness cosigning key (signature type 0x04, c2sp.org/tlog-cosignature).
-///
-/// Its key ID and vkey use type byte 0x04; its skey is
-/// `PRIVATE+KEY+<name>+<hex key ID>+base64(0x04 || seed)`. `Debug` never prints the key.
-#[derive(Clone, Debug)]
-pub struct Cosigner(KeyPair);
-
-impl Cosigner {
-    /// Generates a new cosigner key named `name`.
-    pub fn generate(
-        name: &str,
-        rng: &mut (impl rand::RngCore + rand::CryptoRng),
-    ) -> Result<Cosigner, Error> {
-        KeyPair::generate(name, KeyKind::CosignatureV1, rng).map(Cosigner)
-    }
-
-    /// A cosigner with the same name and Ed25519 key as a note signer (the key ID differs, as
-    /// the type byte is 0x04). The spec allows reusing a key across signature types.
-    pub fn from_signer(signer: &Signer) -> Cosigner {
-        // The name was validated when the Signer was built, so this cannot fail; keep the
-        // Result-free signature by rebuilding without re-checking.
-        Cosigner(KeyPair::from_parts_unchecked(
-            signer.name(),
-            KeyKind::CosignatureV1,
-            signer.signing_key().clone(),
-        ))
-    }
-
-    /// Parses `PRIVATE+KEY+<name>+<hex key ID>+base64(0x04 || seed)`, checking the key ID.
-    pub fn from_skey(text: &str) -> Result<Cosigner, Error> {
-        KeyPair::from_skey(text, KeyKind::CosignatureV1).map(Cosigner)
-    }
-
-    /// The private key text. Treat it as a secret.
-    pub fn to_skey(&self) -> String {
-        self.0.to_skey()
-    }
-
-    /// The cosigner name.
-    pub fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    /// The 4-byte key ID (type 0x04).
-    pub fn key_id(&self) -> [u8; 4] {
-        self.0.key_id()
-    }
-
-    /// The public key, of kind [`KeyKind::CosignatureV1`]; `to_vkey()` gives its vkey text.
-    pub fn verifier(&self) -> Verifier {
-        self.0.verifier()
-    }
-
-    /// Cosigns a checkpoint body (the note text, which must parse as a checkpoint) at
-    /// `timestamp` (POSIX seconds, at most 2^63 - 1). The result's
-    /// [`to_line`](NoteSignature::to_line) is the signature line to append to the note.
-    pub fn cosign(&self, body: &str, timestamp: u64) -> Result<NoteSignature, Error> {
-        Checkpoint::parse(body)?;
-        if timestamp > MAX_TIMESTAMP {
-            return Err(Error::MalformedCosignature {
-                reason: "timestamp exceeds 2^63 - 1",
-            });
-        }
-        let sig = self.0.sign(&cosignature_message(body, timestamp));
-        let mut payload = Vec::with_capacity(72);
-        payload.extend_from_slice(&timestamp.to_be_bytes());
-        payload.extend_from_slice(&sig);
-        Ok(NoteSignature {
-            name: self.name().to_owned(),
-            key_id: self.key_id(),
-            signature: payload,
-        })
-    }
-}
-
-/// Verifies a cosignature/v1 signature line on `body` (the cosigned note text) and returns its
-/// timestamp. The verifier must be a type 0x04 key whose name and key ID match the line.
-pub fn verify_cosignature(
-    verifier: &Verifier,
-    body: &str,
-    sig: &NoteSignature,
-) -> Result<u64, Error> {
-    if verifier.kind() != KeyKind::CosignatureV1 {
-        return Err(Error::WrongKeyKind {
-            key: verifier.key_ref(),
-            expected: KeyKind::CosignatureV1,
-            actual: verifier.kind(),
-        });
-    }
-    if verifier.name() != sig.name || verifier.key_id() != sig.key_id {
-        return Err(Error::KeyMismatch {
-            signed_by: sig.key_ref(),
-            expected: verifier.key_ref(),
-        });
-    }
-    let Some((ts, ed_sig)) = sig.signature.split_first_chunk::<8>() else {
-        return Err(Error::MalformedCosignature {
-            reason: "payload is not timestamp(8) || signature(64)",
-        });
-    };
-    if ed_sig.len() != 64 {
-        return Err(Error::MalformedCosignature {
-            reason: "payload is not timestamp(8) || signature(64)",
-        });
-    }
-    let timestamp = u64::from_be_bytes(*ts);
-    if timestamp > MAX_TIMESTAMP {
-        return Err(Error::MalformedCosignature {
-            reason: "timestamp exceeds 2^63 - 1",
-        });
-    }
-    if verifier.verify(&cosignature_message(body, timestamp), ed_sig) {
-        Ok(timestamp)
-    } else {
-        Err(Error::BadSignature {
-            key: sig.key_ref(),
-            index: None,
-        })
-    }
 }

@@ -11,10 +11,15 @@
 //! leaves are appended and says which perfect subtrees to persist.
 
 mod compact;
+mod subtree;
 
 use sha2::{Digest, Sha256};
 
 pub use self::compact::{CompactRange, MemoryTree};
+pub use self::subtree::{
+    covering_subtrees, is_valid_subtree, subtree_consistency_proof, subtree_hash,
+    verify_subtree_consistency,
+};
 use crate::error::Error;
 
 /// A SHA-256 Merkle hash.

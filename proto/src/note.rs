@@ -12,10 +12,11 @@
 //! ([`Note::parse`]: structure only) and then verified against the verifiers the caller trusts
 //! ([`Note::verify`], or [`open`] for both). As the spec requires, signatures by unknown keys are
 //! kept but ignored, a known key whose signature fails rejects the note, and a note with no
-//! verified signature is rejected. Verifiers of kind [`KeyKind::CosignatureV1`] check
-//! c2sp.org/tlog-cosignature lines and report their timestamps.
+//! verified signature is rejected. Verifiers of kind [`KeyKind::CosignatureV1`] (Ed25519) and
+//! [`KeyKind::MlDsa44`] check c2sp.org/tlog-cosignature lines and report their timestamps.
 
 pub mod key;
+pub mod mldsa;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -41,7 +42,8 @@ pub struct NoteSignature {
     /// The key ID (the first four bytes of the base64 payload).
     pub key_id: [u8; 4],
     /// The signature bytes after the key ID (64 for Ed25519; 72 for a cosignature/v1:
-    /// an 8-byte big-endian timestamp and the 64-byte signature).
+    /// an 8-byte big-endian timestamp and the 64-byte signature; 2,428 for ML-DSA-44: the
+    /// timestamp and the 2,420-byte signature).
     pub signature: Vec<u8>,
 }
 
@@ -267,7 +269,8 @@ impl Note {
     }
 }
 
-/// Checks one signature by a known key; returns the cosignature timestamp for type 0x04 keys.
+/// Checks one signature by a known key; returns the cosignature timestamp for cosigner keys
+/// (type 0x04 Ed25519 and type 0x06 ML-DSA-44).
 fn verify_one(v: &Verifier, text: &str, sig: &NoteSignature) -> Result<Option<u64>, Error> {
     match v.kind() {
         KeyKind::Ed25519 => {
@@ -280,7 +283,9 @@ fn verify_one(v: &Verifier, text: &str, sig: &NoteSignature) -> Result<Option<u6
                 })
             }
         }
-        KeyKind::CosignatureV1 => crate::checkpoint::verify_cosignature(v, text, sig).map(Some),
+        KeyKind::CosignatureV1 | KeyKind::MlDsa44 => {
+            crate::checkpoint::verify_cosignature(v, text, sig).map(Some)
+        }
     }
 }
 
@@ -302,7 +307,7 @@ pub struct VerifiedSignature {
     pub verifier: Verifier,
     /// The signature line.
     pub signature: NoteSignature,
-    /// For a cosignature/v1 (type 0x04) key, the cosignature's timestamp (POSIX seconds).
+    /// For a cosigner key (type 0x04 or 0x06), the cosignature's timestamp (POSIX seconds).
     pub timestamp: Option<u64>,
 }
 

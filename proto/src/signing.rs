@@ -144,7 +144,15 @@ pub fn verify_batch(items: &[(&Verifier, &[u8], &[u8])]) -> Result<(), Error> {
         check_kind(v)?;
         signatures.push(parse_signature(sig, Some(i))?);
         messages.push(*msg);
-        keys.push(*v.verifying_key());
+        // check_kind admitted only Ed25519 keys, which always have one.
+        let Some(key) = v.verifying_key() else {
+            return Err(Error::WrongKeyKind {
+                key: v.key_ref(),
+                expected: KeyKind::Ed25519,
+                actual: v.kind(),
+            });
+        };
+        keys.push(*key);
     }
     if items.is_empty() || ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok() {
         return Ok(());

@@ -57,7 +57,7 @@ fn go_vkeys_parse_and_verify() {
     assert_eq!(peter.key_id(), [0xc7, 0x4f, 0x20, 0xa3]);
     assert_eq!(peter.to_vkey(), vkey);
     assert_eq!(
-        hex::encode(peter.verifying_key().as_bytes()),
+        hex::encode(peter.verifying_key().unwrap().as_bytes()),
         "1a5cd907143c384c41e830c5bce12aa8817ec5649aaabf2c31388b35b2d744d6"
     );
     let peter_sig = signed.rsplit_once(' ').unwrap().1.trim_end();
@@ -76,7 +76,7 @@ fn go_vkeys_parse_and_verify() {
 #[test]
 fn key_id_is_sha256_of_name_newline_type_key() {
     let v = Verifier::from_vkey(PETER_VKEY).unwrap();
-    let pk = v.verifying_key().as_bytes();
+    let pk = v.verifying_key().unwrap().as_bytes();
     assert_eq!(
         note::key_id("PeterNeumann", 0x01, pk),
         [0xc7, 0x4f, 0x20, 0xa3]
@@ -108,7 +108,7 @@ fn flipped_bits_fail_verification() {
     }
     assert!(!v.verify(msg, &sig[..63]), "short signature");
 
-    let mut pk = *v.verifying_key().as_bytes();
+    let mut pk = *v.verifying_key().unwrap().as_bytes();
     pk[0] ^= 0x01;
     if let Ok(k) = ed25519_dalek::VerifyingKey::from_bytes(&pk) {
         let other = Verifier::new("PeterNeumann", KeyKind::Ed25519, k).unwrap();
@@ -127,7 +127,7 @@ fn vkey_with(name: &str, id: &str, material: &[u8]) -> String {
 #[test]
 fn malformed_vkeys_are_rejected_with_reasons() {
     let v = Verifier::from_vkey(PETER_VKEY).unwrap();
-    let pk = *v.verifying_key().as_bytes();
+    let pk = *v.verifying_key().unwrap().as_bytes();
     let mut material = vec![0x01];
     material.extend_from_slice(&pk);
 
@@ -302,7 +302,11 @@ fn cosigner_keys_use_type_0x04() {
     assert_eq!(v.kind(), KeyKind::CosignatureV1);
     assert_eq!(
         v.key_id(),
-        note::key_id("witness.example/w1", 0x04, v.verifying_key().as_bytes())
+        note::key_id(
+            "witness.example/w1",
+            0x04,
+            v.verifying_key().unwrap().as_bytes()
+        )
     );
     let vkey = v.to_vkey();
     assert_eq!(
@@ -334,7 +338,7 @@ fn published_cosigner_vkey_parses() {
     assert_eq!(v.name(), "witness.example/w1");
     assert_eq!(hex::encode(v.key_id()), "7da626ad");
     assert_eq!(
-        hex::encode(v.verifying_key().as_bytes()),
+        hex::encode(v.verifying_key().unwrap().as_bytes()),
         "65e501f2c519e8790d8d2be905400a81c9cecd1eac504a35059d1674cd9f44b0"
     );
 }

@@ -1,6 +1,7 @@
 //! `accordctl bench witness`: add-checkpoint per second on a real witness (RocksDB, synced
-//! writes), and the time from `recorded` to `witnessed` for a node with two witnesses (K=2) at
-//! the default checkpoint interval.
+//! writes) with an Ed25519 key, an ML-DSA-44 key and both (c2sp.org/tlog-cosignature), and the
+//! time from `recorded` to `witnessed` for a node with two witnesses (K=2) at the default
+//! checkpoint interval.
 
 use crate::inproc::{InProcNode, InProcWitness, init_node};
 use accord_proto::checkpoint::{Checkpoint, Cosigner};
@@ -25,6 +26,92 @@ pub struct WitnessArgs {
     /// Records whose recorded → witnessed time is measured.
     #[arg(long, default_value_t = 5)]
     pub samples: usize,
+    /// The witness key type(s) to measure add-checkpoint with; `all` reports the three.
+    #[arg(long, value_enum, default_value_t = BenchAlg::All)]
+    pub alg: BenchAlg,
+}
+
+/// Which witness keys `bench witness` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchAlg {
+    /// One Ed25519 cosignature/v1 key.
+    Ed25519,
+    /// One ML-DSA-44 subtree/v1 key.
+    #[value(name = "ml-dsa-44")]
+    MlDsa44,
+    /// Both keys (two cosignature lines per checkpoint).
+    Both,
+    /// Each of the three in turn.
+    All,
+}
+
+impl BenchAlg {
+    fn name(self) -> &'static str {
+        match self {
+            BenchAlg::Ed25519 => "ed25519",
+            BenchAlg::MlDsa44 => "ml-dsa-44",
+            BenchAlg::Both => "both",
+            BenchAlg::All => "all",
+        }
+    }
+
+    fn cosigners(self, name: &str) -> Result<Vec<Cosigner>> {
+        let mut rng = rand::rngs::OsRng;
+        Ok(match self {
+            BenchAlg::Ed25519 => vec![Cosigner::generate(name, &mut rng)?],
+            BenchAlg::MlDsa44 => vec![Cosigner::generate_ml_dsa_44(name, &mut rng)?],
+            _ => vec![
+                Cosigner::generate(name, &mut rng)?,
+                Cosigner::generate_ml_dsa_44(name, &mut rng)?,
+            ],
+        })
+    }
+}
+
+/// add-checkpoint/s for one origin alone and for the other origins concurrently, on a fresh
+/// witness with the keys of `alg`.
+async fn add_checkpoint_rates(
+    dir: &std::path::Path,
+    alg: BenchAlg,
+    logs: &[Signer],
+    chains: &[Vec<AddCheckpoint>],
+    per_origin: u64,
+) -> Result<(f64, f64)> {
+    let witness = Arc::new(Witness::open(WitnessOptions {
+        data_dir: dir.join(format!("witness-{}", alg.name())),
+        cosigners: alg.cosigners("bench.example/witness")?,
+        logs: logs
+            .iter()
+            .map(|l| LogConfig::from_verifiers(l.name(), vec![l.verifier()]))
+            .collect::<Result<_, _>>()?,
+        limits: accord_witness::Limits::default(),
+        clock: Arc::new(accord_witness::SystemClock),
+    })?);
+
+    // One origin: each request verifies the log signature and the proof, cosigns, and syncs.
+    let t = Instant::now();
+    for req in chains[0].iter().cloned() {
+        witness.add_checkpoint(req).await?;
+    }
+    let one = per_origin as f64 / t.elapsed().as_secs_f64();
+
+    // Several origins at once (each origin's requests are serialised by the witness).
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    for c in chains.iter().skip(1) {
+        let (w, c) = (witness.clone(), c.clone());
+        tasks.push(tokio::spawn(async move {
+            for req in c {
+                w.add_checkpoint(req).await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let many = ((chains.len() - 1) as u64 * per_origin) as f64 / t.elapsed().as_secs_f64();
+    Ok((one, many))
 }
 
 /// A log's checkpoints, each with its consistency proof from the previous one.
@@ -50,50 +137,25 @@ fn chain(log: &Signer, n: u64) -> Result<Vec<AddCheckpoint>> {
 }
 
 /// Runs the benchmark.
-pub async fn run(a: WitnessArgs) -> Result<()> {
+pub async fn run(a: WitnessArgs, out: crate::output::Output) -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let logs: Vec<Signer> = (0..a.origins.max(1))
         .map(|i| Signer::generate(&format!("bench.example/log{i}"), &mut rand::rngs::OsRng))
         .collect::<Result<_, _>>()?;
-    let witness = Arc::new(Witness::open(WitnessOptions {
-        data_dir: tmp.path().join("witness"),
-        cosigner: Cosigner::generate("bench.example/witness", &mut rand::rngs::OsRng)?,
-        logs: logs
-            .iter()
-            .map(|l| LogConfig::from_verifiers(l.name(), vec![l.verifier()]))
-            .collect::<Result<_, _>>()?,
-        limits: accord_witness::Limits::default(),
-        clock: Arc::new(accord_witness::SystemClock),
-    })?);
     let chains: Vec<Vec<AddCheckpoint>> = logs
         .iter()
         .map(|l| chain(l, a.checkpoints))
         .collect::<Result<_>>()?;
-
-    // One origin: each request verifies the log signature and the proof, cosigns, and syncs.
-    let t = Instant::now();
-    for req in chains[0].iter().cloned() {
-        witness.add_checkpoint(req).await?;
+    let algs: &[BenchAlg] = match a.alg {
+        BenchAlg::All => &[BenchAlg::Ed25519, BenchAlg::MlDsa44, BenchAlg::Both],
+        ref one => std::slice::from_ref(one),
+    };
+    let mut rates = Vec::new();
+    for &alg in algs {
+        let (one, many) =
+            add_checkpoint_rates(tmp.path(), alg, &logs, &chains, a.checkpoints).await?;
+        rates.push((alg, one, many));
     }
-    let one = a.checkpoints as f64 / t.elapsed().as_secs_f64();
-
-    // Several origins at once (each origin's requests are serialised by the witness).
-    let t = Instant::now();
-    let mut tasks = Vec::new();
-    for c in chains.iter().skip(1) {
-        let (w, c) = (witness.clone(), c.clone());
-        tasks.push(tokio::spawn(async move {
-            for req in c {
-                w.add_checkpoint(req).await?;
-            }
-            anyhow::Ok(())
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    let many = ((chains.len() - 1) as u64 * a.checkpoints) as f64 / t.elapsed().as_secs_f64();
-    drop(witness);
 
     // recorded → witnessed with the default checkpoint interval and two witnesses.
     let root = tmp.path().join("e2e");
@@ -160,16 +222,44 @@ pub async fn run(a: WitnessArgs) -> Result<()> {
     let mean = times.iter().sum::<f64>() / times.len().max(1) as f64;
     let max = times.iter().cloned().fold(0.0, f64::max);
 
+    let origins = chains.len() - 1;
+    if out == crate::output::Output::Json {
+        let (_, one, many) = rates[0];
+        let by_alg: serde_json::Map<String, serde_json::Value> = rates
+            .iter()
+            .map(|(alg, one, many)| {
+                (
+                    alg.name().to_owned(),
+                    serde_json::json!({"add_checkpoint_per_s_one_origin": one,
+                        "add_checkpoint_per_s_many_origins": many}),
+                )
+            })
+            .collect();
+        crate::output::json(&serde_json::json!({
+            "bench": "witness",
+            "checkpoints_per_origin": a.checkpoints,
+            "origins": origins,
+            "alg": rates[0].0.name(),
+            "add_checkpoint_per_s_one_origin": one,
+            "add_checkpoint_per_s_many_origins": many,
+            "by_alg": by_alg,
+            "recorded_to_witnessed_ms": {"samples": times.len(), "mean": mean, "max": max},
+        }));
+        return Ok(());
+    }
     println!("accordctl bench witness");
+    for (alg, one, many) in &rates {
+        println!(
+            "  [{:>9}] add-checkpoint/s, one origin (verify log sig + proof, cosign, synced write): {one:>8.0}",
+            alg.name()
+        );
+        println!(
+            "  [{:>9}] add-checkpoint/s, {origins} origins concurrently:                              {many:>8.0}",
+            alg.name()
+        );
+    }
     println!(
-        "  add-checkpoint/s, one origin (verify log sig + proof, cosign, synced write): {one:>8.0}"
-    );
-    println!(
-        "  add-checkpoint/s, {} origins concurrently:                              {many:>8.0}",
-        chains.len() - 1
-    );
-    println!(
-        "  recorded → witnessed (K=2, default 1000 ms checkpoint interval), {} samples: mean {mean:.0} ms, max {max:.0} ms",
+        "  recorded → witnessed (K=2, Ed25519 witnesses, default 1000 ms checkpoint interval), {} samples: mean {mean:.0} ms, max {max:.0} ms",
         times.len()
     );
     Ok(())

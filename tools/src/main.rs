@@ -104,7 +104,7 @@ fn main() -> ExitCode {
             Cmd::Demo => demo::run().await,
             Cmd::Bench(BenchCmd::Append(a)) => bench::append(a, out).await,
             Cmd::Bench(BenchCmd::Log(a)) => bench_log::run(a).await,
-            Cmd::Bench(BenchCmd::Witness(a)) => bench_witness::run(a).await,
+            Cmd::Bench(BenchCmd::Witness(a)) => bench_witness::run(a, out).await,
             Cmd::Bench(BenchCmd::Federation(a)) => bench_federation::run(a, out).await,
             Cmd::Admin(a) => admin::run(a, out).await,
             Cmd::Status(a) => status::run(a, out).await,

@@ -37,11 +37,17 @@ pub enum OfflineCommand {
 
 /// `accordctl tlog ...`
 #[derive(Debug, Subcommand)]
+#[allow(clippy::enum_variant_names)] // the CLI spells them verify-inclusion, verify-consistency, verify-subtree
 pub enum TlogCommand {
     /// Check that a leaf hash is at an index of a tree with the given size and root.
     VerifyInclusion(VerifyInclusionArgs),
     /// Check that a tree of size2 extends the tree of size1.
     VerifyConsistency(VerifyConsistencyArgs),
+    /// Check a subtree [start, end) offline (draft-ietf-plants-merkle-tree-certs "Subtrees"):
+    /// its subtree consistency proof against a tree size and root (--size, --root, --proof),
+    /// and/or ML-DSA-44 subtree/v1 witness cosignatures on it (--origin, --vkey, --cosignature),
+    /// as c2sp.org/tlog-witness sign-subtree returns them.
+    VerifySubtree(VerifySubtreeArgs),
 }
 
 /// `accordctl note ...`
@@ -58,7 +64,8 @@ pub enum NoteCommand {
 /// `accordctl key ...`
 #[derive(Debug, Subcommand)]
 pub enum KeyCommand {
-    /// Generate an Ed25519 key; print the vkey (and the skey unless --out is given).
+    /// Generate a key (Ed25519 note key, or a witness cosigner key: Ed25519 or ML-DSA-44);
+    /// print the vkey (and the skey unless --out is given).
     Generate(KeyGenerateArgs),
 }
 
@@ -102,11 +109,43 @@ pub struct VerifyConsistencyArgs {
     pub proof: Vec<Hash>,
 }
 
+/// Arguments of `tlog verify-subtree`.
+#[derive(Debug, Args)]
+pub struct VerifySubtreeArgs {
+    /// The subtree's first leaf index.
+    #[arg(long)]
+    pub start: u64,
+    /// One past the subtree's last leaf index.
+    #[arg(long)]
+    pub end: u64,
+    /// The subtree hash MTH(D[start:end]), in hex.
+    #[arg(long, value_parser = parse_hash)]
+    pub hash: Hash,
+    /// The size of the tree the subtree is consistent with (checks the proof).
+    #[arg(long, requires = "root")]
+    pub size: Option<u64>,
+    /// That tree's root, in hex.
+    #[arg(long, value_parser = parse_hash, requires = "size")]
+    pub root: Option<Hash>,
+    /// The subtree consistency proof hashes in hex, comma-separated.
+    #[arg(long, value_parser = parse_hash, value_delimiter = ',', requires = "size")]
+    pub proof: Vec<Hash>,
+    /// The log origin the cosignatures are for.
+    #[arg(long, requires = "cosignatures")]
+    pub origin: Option<String>,
+    /// An ML-DSA-44 witness vkey (type 0x06) that must have co-signed the subtree; repeatable.
+    #[arg(long = "vkey", value_parser = parse_vkey, requires = "cosignatures")]
+    pub vkeys: Vec<Verifier>,
+    /// A cosignature line (`— <name> <base64>`) from sign-subtree; repeatable.
+    #[arg(long = "cosignature", requires = "origin")]
+    pub cosignatures: Vec<String>,
+}
+
 /// Arguments of `note verify`.
 #[derive(Debug, Args)]
 pub struct NoteVerifyArgs {
     /// A trusted verifier key, `<name>+<hex id>+<base64>`; repeat for several. Type 0x04 keys
-    /// verify cosignature/v1 lines.
+    /// verify Ed25519 cosignature/v1 lines, type 0x06 keys ML-DSA-44 subtree/v1 lines.
     #[arg(long = "vkey", required = true, value_parser = parse_vkey)]
     pub vkeys: Vec<Verifier>,
     /// The signed note; `-` or absent reads standard input.
@@ -119,12 +158,27 @@ pub struct KeyGenerateArgs {
     /// The key name (C2SP: non-empty, no spaces, no '+'); for a log key, the log's origin.
     #[arg(long, value_parser = parse_key_name)]
     pub name: String,
-    /// Generate a witness cosigning key (cosignature/v1, type 0x04) instead of a note key.
+    /// Generate a witness cosigning key instead of a note key.
     #[arg(long)]
     pub cosigner: bool,
+    /// The cosigner key type: ed25519 (cosignature/v1, type 0x04) or ml-dsa-44 (subtree/v1,
+    /// type 0x06, post-quantum; c2sp.org/tlog-cosignature recommends it for new witnesses).
+    /// ml-dsa-44 needs --cosigner.
+    #[arg(long, value_enum, default_value_t = KeyAlg::Ed25519)]
+    pub alg: KeyAlg,
     /// Write the private key to this new file (mode 0600) instead of printing it.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+/// A key type for `key generate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KeyAlg {
+    /// Ed25519.
+    Ed25519,
+    /// ML-DSA-44 (FIPS 204).
+    #[value(name = "ml-dsa-44")]
+    MlDsa44,
 }
 
 fn parse_hash(s: &str) -> Result<Hash, String> {
@@ -220,9 +274,71 @@ fn execute_as(
                 ),
             )
         }
+        OfflineCommand::Tlog(TlogCommand::VerifySubtree(a)) => {
+            for line in verify_subtree(&a)? {
+                say(out, format_args!("{line}"))?;
+            }
+            Ok(())
+        }
         OfflineCommand::Note(NoteCommand::Verify(a)) => note_verify(&a, stdin, out),
         OfflineCommand::Key(KeyCommand::Generate(a)) => key_generate(&a, out),
     }
+}
+
+/// `tlog verify-subtree`: the proof and/or the cosignatures; the lines to print.
+fn verify_subtree(a: &VerifySubtreeArgs) -> Result<Vec<String>, Failure> {
+    let mut lines = Vec::new();
+    if !merkle::is_valid_subtree(a.start, a.end) {
+        return Err(Failure::invalid(format!(
+            "[{}, {}) is not a valid subtree",
+            a.start, a.end
+        )));
+    }
+    if a.size.is_none() && a.cosignatures.is_empty() {
+        return Err(Failure::usage(
+            "give --size/--root/--proof, or --origin/--vkey/--cosignature, or both",
+        ));
+    }
+    if let (Some(size), Some(root)) = (a.size, a.root) {
+        merkle::verify_subtree_consistency(a.start, a.end, size, &a.proof, &a.hash, &root)
+            .map_err(Failure::invalid)?;
+        lines.push(format!(
+            "valid: subtree [{}, {}) is consistent with the tree of size {size} with root {}",
+            a.start,
+            a.end,
+            hex::encode(root)
+        ));
+    }
+    if !a.cosignatures.is_empty() {
+        let origin = a.origin.as_deref().unwrap_or_default();
+        if a.vkeys.is_empty() {
+            return Err(Failure::usage("--cosignature needs at least one --vkey"));
+        }
+        let sigs = a
+            .cosignatures
+            .iter()
+            .map(|l| note::NoteSignature::parse_line(l).map_err(Failure::usage))
+            .collect::<Result<Vec<_>, _>>()?;
+        for v in &a.vkeys {
+            let sig = sigs
+                .iter()
+                .find(|s| s.name == v.name() && s.key_id == v.key_id())
+                .ok_or_else(|| {
+                    Failure::invalid(format!("no cosignature line by {}", v.key_ref()))
+                })?;
+            let t = accord_proto::checkpoint::verify_subtree_cosignature(
+                v, origin, a.start, a.end, &a.hash, sig,
+            )
+            .map_err(Failure::invalid)?;
+            lines.push(format!(
+                "subtree [{}, {}) of {origin} cosigned by {} (timestamp {t})",
+                a.start,
+                a.end,
+                v.key_ref()
+            ));
+        }
+    }
+    Ok(lines)
 }
 
 /// `--output json`: the same checks; the result as one JSON document.
@@ -244,6 +360,11 @@ fn execute_json(
             serde_json::json!({"valid": true, "size1": a.size1, "size2": a.size2,
                 "root1": hex::encode(a.root1), "root2": hex::encode(a.root2)})
         }
+        OfflineCommand::Tlog(TlogCommand::VerifySubtree(a)) => {
+            let lines = verify_subtree(&a)?;
+            serde_json::json!({"valid": true, "start": a.start, "end": a.end,
+                "hash": hex::encode(a.hash), "checks": lines})
+        }
         OfflineCommand::Note(NoteCommand::Verify(a)) => {
             let msg = read_input(a.file.as_ref(), stdin)?;
             let opened = note::open(&msg, &a.vkeys).map_err(Failure::invalid)?;
@@ -255,8 +376,9 @@ fn execute_json(
             for v in &opened.verified {
                 let key = v.verifier.key_ref().to_string();
                 match (v.verifier.kind(), v.timestamp) {
-                    (KeyKind::CosignatureV1, Some(t)) => cosigned_by.push(
-                        serde_json::json!({"key": key, "timestamp": t, "time": utc_rfc3339(t)}),
+                    (kind, Some(t)) if kind.is_cosignature() => cosigned_by.push(
+                        serde_json::json!({"key": key, "timestamp": t, "time": utc_rfc3339(t),
+                            "alg": alg_name(kind)}),
                     ),
                     _ => signed_by.push(key),
                 }
@@ -330,9 +452,13 @@ fn note_verify(
     for v in &opened.verified {
         let key = v.verifier.key_ref();
         match (v.verifier.kind(), v.timestamp) {
-            (KeyKind::CosignatureV1, Some(t)) => say(
+            (kind, Some(t)) if kind.is_cosignature() => say(
                 out,
-                format_args!("cosigned by {key} at {t} ({})", utc_rfc3339(t)),
+                format_args!(
+                    "cosigned by {key} at {t} ({}) [{}]",
+                    utc_rfc3339(t),
+                    alg_name(kind)
+                ),
             )?,
             _ => say(out, format_args!("signed by {key}"))?,
         }
@@ -343,10 +469,27 @@ fn note_verify(
     Ok(())
 }
 
+/// The cosignature type's name in `note verify` output.
+fn alg_name(kind: KeyKind) -> &'static str {
+    match kind {
+        KeyKind::MlDsa44 => "ml-dsa-44",
+        _ => "ed25519",
+    }
+}
+
 fn key_generate(a: &KeyGenerateArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let mut rng = rand::rngs::OsRng;
+    if a.alg == KeyAlg::MlDsa44 && !a.cosigner {
+        return Err(Failure::usage(
+            "--alg ml-dsa-44 is for witness cosigner keys: add --cosigner",
+        ));
+    }
     let (vkey, skey) = if a.cosigner {
-        let c = Cosigner::generate(&a.name, &mut rng).map_err(Failure::usage)?;
+        let c = match a.alg {
+            KeyAlg::Ed25519 => Cosigner::generate(&a.name, &mut rng),
+            KeyAlg::MlDsa44 => Cosigner::generate_ml_dsa_44(&a.name, &mut rng),
+        }
+        .map_err(Failure::usage)?;
         (c.verifier().to_vkey(), c.to_skey())
     } else {
         let s = Signer::generate(&a.name, &mut rng).map_err(Failure::usage)?;
@@ -646,5 +789,156 @@ mod tests {
         assert_eq!(utc_rfc3339(1770193051), "2026-02-04T08:17:31Z");
         assert_eq!(utc_rfc3339(951_782_400), "2000-02-29T00:00:00Z");
         assert!(utc_rfc3339(i64::MAX as u64).len() > 20);
+    }
+
+    #[test]
+    fn verify_subtree_checks_the_proof_and_ml_dsa_cosignatures() {
+        let leaves: Vec<Hash> = leaves(14);
+        let tree = accord_proto::merkle::MemoryTree::from_leaf_hashes(&leaves).unwrap();
+        let root = tree.root();
+        let hash = merkle::subtree_hash(&tree, 8, 13).unwrap();
+        let proof = merkle::subtree_consistency_proof(&tree, 8, 13, 14).unwrap();
+        let (h, r, p) = (hex::encode(hash), hex::encode(root), hexes(&proof));
+        let base = [
+            "tlog",
+            "verify-subtree",
+            "--start",
+            "8",
+            "--end",
+            "13",
+            "--hash",
+        ];
+        let with = |extra: &[&str]| {
+            let mut v: Vec<&str> = base.to_vec();
+            v.push(&h);
+            v.extend_from_slice(extra);
+            cli(&v, "")
+        };
+        let (code, out, _) = with(&["--size", "14", "--root", &r, "--proof", &p]);
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("subtree [8, 13) is consistent with the tree of size 14"));
+        let mut bad = proof.clone();
+        bad[0][0] ^= 1;
+        assert_eq!(
+            with(&["--size", "14", "--root", &r, "--proof", &hexes(&bad)]).0,
+            1
+        );
+        assert_eq!(with(&["--size", "15", "--root", &r, "--proof", &p]).0, 1);
+
+        // The witness's subtree cosignature (what sign-subtree returns) verifies; another
+        // range, another origin or another key does not.
+        let mut rng = rand::rngs::OsRng;
+        let w = Cosigner::generate_ml_dsa_44("witness.example/pq", &mut rng).unwrap();
+        let line = w
+            .cosign_subtree("example.com/log", 8, 13, &hash)
+            .unwrap()
+            .to_line();
+        let line = line.trim_end();
+        let v = w.verifier().to_vkey();
+        let args = [
+            "--origin",
+            "example.com/log",
+            "--vkey",
+            &v,
+            "--cosignature",
+            line,
+        ];
+        let (code, out, reason) = with(&args);
+        assert_eq!(code, 0, "{out}{reason}");
+        assert!(out.contains("cosigned by witness.example/pq+"), "{out}");
+        let (code, out, _) =
+            with(&[&args[..], &["--size", "14", "--root", &r, "--proof", &p]].concat());
+        assert_eq!((code, out.lines().count()), (0, 2), "{out}");
+        assert_eq!(
+            with(&[
+                "--origin",
+                "example.com/other",
+                "--vkey",
+                &v,
+                "--cosignature",
+                line
+            ])
+            .0,
+            1
+        );
+        let other = Cosigner::generate_ml_dsa_44("witness.example/pq", &mut rng).unwrap();
+        let ov = other.verifier().to_vkey();
+        assert_eq!(
+            with(&[
+                "--origin",
+                "example.com/log",
+                "--vkey",
+                &ov,
+                "--cosignature",
+                line
+            ])
+            .0,
+            1
+        );
+        let wrong_range = [
+            "tlog",
+            "verify-subtree",
+            "--start",
+            "8",
+            "--end",
+            "12",
+            "--hash",
+            &h,
+            "--origin",
+            "example.com/log",
+            "--vkey",
+            &v,
+            "--cosignature",
+            line,
+        ];
+        assert_eq!(cli(&wrong_range, "").0, 1);
+        // Not a valid subtree; nothing to check.
+        let invalid = [
+            "tlog",
+            "verify-subtree",
+            "--start",
+            "5",
+            "--end",
+            "13",
+            "--hash",
+            &h,
+            "--size",
+            "14",
+            "--root",
+            &r,
+        ];
+        assert_eq!(cli(&invalid, "").0, 1);
+        assert_eq!(with(&[]).0, 2);
+    }
+
+    #[test]
+    fn key_generate_makes_ml_dsa_44_cosigner_keys() {
+        let (code, out, _) = cli(
+            &[
+                "key",
+                "generate",
+                "--name",
+                "w.example/pq",
+                "--cosigner",
+                "--alg",
+                "ml-dsa-44",
+            ],
+            "",
+        );
+        assert_eq!(code, 0);
+        let lines: Vec<&str> = out.lines().collect();
+        let v = Verifier::from_vkey(lines[0]).unwrap();
+        assert_eq!(v.kind(), KeyKind::MlDsa44);
+        let c = Cosigner::from_skey(lines[1]).unwrap();
+        assert_eq!(c.verifier(), v);
+        // ML-DSA-44 is for cosigner keys only.
+        assert_eq!(
+            cli(
+                &["key", "generate", "--name", "x", "--alg", "ml-dsa-44"],
+                ""
+            )
+            .0,
+            2
+        );
     }
 }

@@ -46,7 +46,10 @@ pub struct HttpLimits {
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     name: String,
-    key_file: PathBuf,
+    #[serde(default)]
+    key_file: Option<PathBuf>,
+    #[serde(default)]
+    key_files: Option<Vec<PathBuf>>,
     data_dir: PathBuf,
     admin_token_sha256: String,
     #[serde(default)]
@@ -77,6 +80,10 @@ struct RawHttp {
     header_read_timeout_ms: Option<u64>,
     body_read_timeout_ms: Option<u64>,
     max_connections: Option<usize>,
+    #[serde(default)]
+    submission_prefix: Option<String>,
+    #[serde(default)]
+    monitoring_prefix: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -98,8 +105,13 @@ struct RawLog {
 pub struct Config {
     /// The witness name (its cosigner key name).
     pub name: String,
-    /// The cosigning key (type 0x04), named `name`.
+    /// The first cosigning key (`key_file`, or the first of `key_files`), named `name`.
     pub cosigner: Cosigner,
+    /// All cosigning keys (Ed25519 type 0x04 and/or ML-DSA-44 type 0x06), all named `name`;
+    /// add-checkpoint answers with one cosignature line per key, in this order.
+    pub cosigners: Vec<Cosigner>,
+    /// URL path prefixes of the HTTP interface (c2sp.org/tlog-witness "HTTP Interface").
+    pub prefixes: Prefixes,
     /// The RocksDB directory.
     pub data_dir: PathBuf,
     /// SHA-256 of the admin bearer token.
@@ -122,6 +134,64 @@ pub struct Config {
     pub logs: Vec<LogConfig>,
     /// The Prometheus metrics listen address (plain HTTP, `GET /metrics`); off when `None`.
     pub metrics_listen: Option<SocketAddr>,
+}
+
+/// The two URL path prefixes of c2sp.org/tlog-witness: the *submission prefix* (`POST
+/// <prefix>/add-checkpoint`, `POST <prefix>/sign-subtree`) and the *monitoring prefix* (`GET
+/// <prefix>/<origin hash>/checkpoint`). Each is empty (the root) or starts with `/` and does not
+/// end with one; they may be equal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prefixes {
+    /// `http.submission_prefix`.
+    pub submission: String,
+    /// `http.monitoring_prefix`.
+    pub monitoring: String,
+}
+
+fn parse_prefix(field: &str, p: Option<String>) -> Result<String, Error> {
+    let p = p.unwrap_or_default();
+    let ok = p.is_empty()
+        || (p.starts_with('/')
+            && !p.ends_with('/')
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"/-._~".contains(&b))
+            && !p.contains("//"));
+    if ok {
+        Ok(p)
+    } else {
+        Err(Error::config(
+            field,
+            "must be empty or a path like \"/witness\" (starts with '/', no trailing '/', \
+             letters, digits and -._~ only)",
+        ))
+    }
+}
+
+/// Reads and parses one cosigner key file; errors name `field`.
+fn load_cosigner(field: &str, base: &Path, p: &Path, name: &str) -> Result<Cosigner, Error> {
+    let key_path = resolve(base, p);
+    let skey = std::fs::read_to_string(&key_path)
+        .map_err(|e| Error::config(field, format!("{}: {e}", key_path.display())))?;
+    let cosigner = Cosigner::from_skey(skey.trim()).map_err(|e| {
+        Error::config(
+            field,
+            format!(
+                "{}: not a cosigner (type 0x04 Ed25519 or 0x06 ML-DSA-44) private key: {e}",
+                key_path.display()
+            ),
+        )
+    })?;
+    if cosigner.name() != name {
+        return Err(Error::config(
+            field,
+            format!(
+                "the key is named {:?}, the witness {:?}",
+                cosigner.name(),
+                name
+            ),
+        ));
+    }
+    Ok(cosigner)
 }
 
 impl std::fmt::Debug for Config {
@@ -203,28 +273,41 @@ impl RawConfig {
     fn validate(self, base: &Path) -> Result<Config, Error> {
         check_key_name(&self.name).map_err(|e| Error::config("name", e))?;
 
-        let key_path = resolve(base, &self.key_file);
-        let skey = std::fs::read_to_string(&key_path)
-            .map_err(|e| Error::config("key_file", format!("{}: {e}", key_path.display())))?;
-        let cosigner = Cosigner::from_skey(skey.trim()).map_err(|e| {
-            Error::config(
-                "key_file",
-                format!(
-                    "{}: not a cosignature/v1 (type 0x04) private key: {e}",
-                    key_path.display()
-                ),
-            )
-        })?;
-        if cosigner.name() != self.name {
-            return Err(Error::config(
-                "key_file",
-                format!(
-                    "the key is named {:?}, the witness {:?}",
-                    cosigner.name(),
-                    self.name
-                ),
-            ));
-        }
+        let cosigners = match (&self.key_file, &self.key_files) {
+            (Some(p), None) => vec![load_cosigner("key_file", base, p, &self.name)?],
+            (None, Some(ps)) => {
+                if ps.is_empty() || ps.len() > 2 {
+                    return Err(Error::config(
+                        "key_files",
+                        "must list one or two key files (at most one per key type)",
+                    ));
+                }
+                let mut keys: Vec<Cosigner> = Vec::with_capacity(ps.len());
+                for (i, p) in ps.iter().enumerate() {
+                    let field = format!("key_files[{i}]");
+                    let c = load_cosigner(&field, base, p, &self.name)?;
+                    if keys.iter().any(|k| k.kind() == c.kind()) {
+                        return Err(Error::config(field, "a second key of the same type"));
+                    }
+                    keys.push(c);
+                }
+                keys
+            }
+            (None, None) => {
+                return Err(Error::config("key_file", "missing (or set key_files)"));
+            }
+            (Some(_), Some(_)) => {
+                return Err(Error::config(
+                    "key_files",
+                    "set key_file or key_files, not both",
+                ));
+            }
+        };
+        let cosigner = cosigners[0].clone();
+        let prefixes = Prefixes {
+            submission: parse_prefix("http.submission_prefix", self.http.submission_prefix)?,
+            monitoring: parse_prefix("http.monitoring_prefix", self.http.monitoring_prefix)?,
+        };
 
         if self.data_dir.as_os_str().is_empty() {
             return Err(Error::config("data_dir", "empty"));
@@ -333,6 +416,8 @@ impl RawConfig {
         Ok(Config {
             name: self.name,
             cosigner,
+            cosigners,
+            prefixes,
             data_dir,
             admin_token_sha256,
             grpc_listen,

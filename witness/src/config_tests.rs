@@ -139,3 +139,81 @@ fn duplicate_log_origins_are_refused() {
         "logs[1].origin"
     );
 }
+
+#[test]
+fn both_key_types_and_the_prefixes_load_and_bad_ones_name_the_field() {
+    use crate::init::{KeyAlg, init_with};
+    use accord_proto::note::KeyKind;
+    let dir = tempfile::tempdir().unwrap();
+    let done = init_with(
+        &InitOptions {
+            dir: dir.path().join("w"),
+            name: "witness.test/w1".into(),
+            sans: vec![],
+            grpc_listen: "127.0.0.1:0".into(),
+            http_listen: "127.0.0.1:0".into(),
+        },
+        &[KeyAlg::Ed25519, KeyAlg::MlDsa44],
+    )
+    .unwrap();
+    assert_eq!(done.vkeys.len(), 2);
+    let c = Config::load(&done.config_path).unwrap();
+    let kinds: Vec<KeyKind> = c.cosigners.iter().map(|k| k.kind()).collect();
+    assert_eq!(kinds, vec![KeyKind::CosignatureV1, KeyKind::MlDsa44]);
+    assert_eq!(c.cosigners[1].verifier().to_vkey(), done.vkeys[1]);
+    assert_eq!(c.prefixes, Prefixes::default());
+
+    let base = done.config_path.parent().unwrap();
+    let text = std::fs::read_to_string(&done.config_path).unwrap();
+    let keys = "key_files = [\"witness.skey\", \"witness-mldsa44.skey\"]";
+    assert!(text.contains(keys), "{text}");
+    let with = |from: &str, to: &str| {
+        assert!(text.contains(from), "{from}");
+        Config::from_toml(&text.replacen(from, to, 1), base)
+    };
+    let prefixed = with(
+        "# submission_prefix = \"\"",
+        "submission_prefix = \"/w\"\nmonitoring_prefix = \"/mon/v1\"",
+    )
+    .unwrap();
+    assert_eq!(
+        prefixed.prefixes,
+        Prefixes {
+            submission: "/w".into(),
+            monitoring: "/mon/v1".into()
+        }
+    );
+    for bad in ["\"w\"", "\"/w/\"", "\"/a b\"", "\"/a//b\"", "\"/a?b\""] {
+        assert_eq!(
+            field_of(with(
+                "# submission_prefix = \"\"",
+                &format!("submission_prefix = {bad}")
+            )),
+            "http.submission_prefix",
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        field_of(with(
+            keys,
+            "key_files = [\"witness.skey\", \"witness.skey\"]"
+        )),
+        "key_files[1]"
+    );
+    assert_eq!(field_of(with(keys, "key_files = []")), "key_files");
+    assert_eq!(
+        field_of(with(keys, &format!("{keys}\nkey_file = \"witness.skey\""))),
+        "key_files"
+    );
+    assert_eq!(field_of(with(keys, "")), "key_file");
+    assert_eq!(
+        field_of(with(
+            keys,
+            "key_files = [\"witness.skey\", \"missing.skey\"]"
+        )),
+        "key_files[1]"
+    );
+    // ML-DSA-44 alone.
+    let pq = with(keys, "key_file = \"witness-mldsa44.skey\"").unwrap();
+    assert_eq!(pq.cosigner.kind(), KeyKind::MlDsa44);
+}

@@ -11,6 +11,7 @@
 //! | [`Error::Inconsistent`] | 422 | `FAILED_PRECONDITION` |
 //! | [`Error::Overloaded`] | 429 (one origin) / 503 (whole witness) | `RESOURCE_EXHAUSTED` |
 //! | [`Error::Unauthenticated`] | 401 | `UNAUTHENTICATED` |
+//! | [`Error::Unsupported`] (sign-subtree without an ML-DSA-44 key) | 501 | `UNIMPLEMENTED` |
 //! | everything else | 500, no detail | `INTERNAL`, no detail |
 
 use std::path::PathBuf;
@@ -103,6 +104,14 @@ pub enum Error {
     /// An admin call without a valid bearer token.
     #[error("missing or invalid admin bearer token")]
     Unauthenticated,
+
+    /// The request needs something this witness is not configured for (sign-subtree needs an
+    /// ML-DSA-44 key: the Ed25519 cosignature format cannot sign subtrees).
+    #[error("not supported by this witness: {reason}")]
+    Unsupported {
+        /// Why.
+        reason: &'static str,
+    },
 
     /// An admin call named an invalid log (origin or verifier keys); `field` is the request field.
     #[error("invalid log: {field}: {reason}")]
@@ -210,6 +219,7 @@ impl Error {
                 scope: LimitScope::Global,
             } => StatusCode::SERVICE_UNAVAILABLE,
             Error::Unauthenticated => StatusCode::UNAUTHORIZED,
+            Error::Unsupported { .. } => StatusCode::NOT_IMPLEMENTED,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -237,6 +247,7 @@ impl From<Error> for tonic::Status {
             Error::Inconsistent { .. } => Code::FailedPrecondition,
             Error::Overloaded { .. } => Code::ResourceExhausted,
             Error::Unauthenticated => Code::Unauthenticated,
+            Error::Unsupported { .. } => Code::Unimplemented,
             _ => Code::Internal,
         };
         if e.is_internal() {

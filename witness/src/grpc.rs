@@ -49,14 +49,37 @@ impl WitnessService for WitnessGrpc {
         &self,
         request: Request<pb::GetLatestRequest>,
     ) -> Result<Response<pb::GetLatestResponse>, Status> {
-        let latest = self.witness.latest(&request.get_ref().origin).await?;
+        let origin = &request.get_ref().origin;
+        let latest = self.witness.latest(origin).await?;
         Ok(Response::new(match latest {
             Some(l) => pb::GetLatestResponse {
+                cosigned_checkpoint: crate::witness::cosigned_note(
+                    origin,
+                    self.witness.log(origin)?.as_deref(),
+                    &l,
+                )?,
                 checkpoint: l.body,
                 size: l.size,
             },
             None => pb::GetLatestResponse::default(),
         }))
+    }
+
+    #[instrument(name = "grpc.sign_subtree", skip_all)]
+    async fn sign_subtree(
+        &self,
+        request: Request<pb::SignSubtreeRequest>,
+    ) -> Result<Response<pb::SignSubtreeResponse>, Status> {
+        let r = request.into_inner();
+        let req = crate::subtree::SignSubtree::from_grpc(
+            r.start,
+            r.end,
+            &r.subtree_hash,
+            &r.consistency_proof,
+            r.checkpoint,
+        )?;
+        let cosignatures = self.witness.sign_subtree(req).await?;
+        Ok(Response::new(pb::SignSubtreeResponse { cosignatures }))
     }
 }
 

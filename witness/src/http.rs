@@ -1,7 +1,10 @@
 //! The C2SP tlog-witness HTTP interface (c2sp.org/tlog-witness, "HTTP Interface"):
-//! `POST /add-checkpoint` with the text body of [`AddCheckpoint::parse_http_body`], answering 200
-//! with the cosignature line(s), or 400 / 403 / 404 / 409 (`text/x.tlog.size`) / 422. Bodies
-//! larger than the configured bound get 413; admission limits give 429 / 503.
+//! `POST <submission prefix>/add-checkpoint` with the text body of
+//! [`AddCheckpoint::parse_http_body`], answering 200 with the cosignature line(s), or 400 / 403 /
+//! 404 / 409 (`text/x.tlog.size`) / 422; `POST <submission prefix>/sign-subtree`
+//! ([`crate::subtree`]); `GET <monitoring prefix>/<origin hash>/checkpoint` (the latest co-signed
+//! checkpoint, 404 if none). Bodies larger than the configured bound get 413; admission limits
+//! give 429 / 503.
 //!
 //! The listener is bounded ([`crate::config::HttpLimits`], issue 8): a request's headers must
 //! arrive within `http.header_read_timeout_ms` (hyper's HTTP/1 header timer: a slowloris client
@@ -13,26 +16,98 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use http::{HeaderValue, StatusCode, header};
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::instrument;
 
-use crate::config::HttpLimits;
+use crate::config::{HttpLimits, Prefixes};
 use crate::error::Error;
 use crate::request::AddCheckpoint;
+use crate::subtree::SignSubtree;
 use crate::witness::Witness;
 
-/// The HTTP router: `POST /add-checkpoint` (c2sp.org/tlog-witness, "add-checkpoint"), with
-/// request bodies bounded by `max_body_bytes` (413 beyond).
+/// The HTTP router at the root prefixes: see [`router_with`].
 pub fn router(witness: Arc<Witness>, max_body_bytes: usize) -> Router {
-    Router::new()
+    router_with(witness, max_body_bytes, &Prefixes::default())
+}
+
+/// The HTTP router (c2sp.org/tlog-witness, "HTTP Interface"): `POST <submission
+/// prefix>/add-checkpoint`, `POST <submission prefix>/sign-subtree` and `GET <monitoring
+/// prefix>/<origin hash>/checkpoint`, with request bodies bounded by `max_body_bytes` (413
+/// beyond).
+pub fn router_with(witness: Arc<Witness>, max_body_bytes: usize, prefixes: &Prefixes) -> Router {
+    let submission = Router::new()
         .route("/add-checkpoint", post(add_checkpoint))
+        .route("/sign-subtree", post(sign_subtree));
+    let monitoring = Router::new().route("/{origin_hash}/checkpoint", get(monitor_checkpoint));
+    let nest = |r: Router<Arc<Witness>>, p: &str| {
+        if p.is_empty() {
+            r
+        } else {
+            Router::new().nest(p, r)
+        }
+    };
+    nest(submission, &prefixes.submission)
+        .merge(nest(monitoring, &prefixes.monitoring))
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .with_state(witness)
+}
+
+fn text_ok(body: String) -> Response {
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+/// `POST <submission prefix>/sign-subtree`.
+#[instrument(name = "http.sign_subtree", skip_all, fields(len = body.len()))]
+async fn sign_subtree(State(witness): State<Arc<Witness>>, body: Bytes) -> Response {
+    let result = async {
+        let req = SignSubtree::parse_http_body(&body)?;
+        witness.sign_subtree(req).await
+    }
+    .await;
+    match result {
+        Ok(lines) => text_ok(lines),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET <monitoring prefix>/<origin hash>/checkpoint`: the latest co-signed checkpoint, or 404.
+/// The origin hash is lowercase hex SHA-256 of the origin (anything else is 404 too: no log has
+/// that hash).
+#[instrument(name = "http.monitor_checkpoint", skip_all)]
+async fn monitor_checkpoint(
+    State(witness): State<Arc<Witness>>,
+    Path(origin_hash): Path<String>,
+) -> Response {
+    let mut hash = [0u8; 32];
+    let lowercase_hex = origin_hash.len() == 64
+        && origin_hash
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && hex::decode_to_slice(&origin_hash, &mut hash).is_ok();
+    if !lowercase_hex {
+        return (
+            StatusCode::NOT_FOUND,
+            "not a lowercase hex SHA-256 origin hash\n",
+        )
+            .into_response();
+    }
+    match witness.monitoring_checkpoint(&hash).await {
+        Ok(note) => text_ok(note),
+        Err(e) => e.into_response(),
+    }
 }
 
 /// `POST /add-checkpoint`.
@@ -44,15 +119,7 @@ async fn add_checkpoint(State(witness): State<Arc<Witness>>, body: Bytes) -> Res
     }
     .await;
     match result {
-        Ok(cosigned) => (
-            StatusCode::OK,
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; charset=utf-8"),
-            )],
-            cosigned.cosignatures,
-        )
-            .into_response(),
+        Ok(cosigned) => text_ok(cosigned.cosignatures),
         Err(e) => e.into_response(),
     }
 }

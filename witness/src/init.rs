@@ -1,5 +1,5 @@
-//! `accord-witness init`: creates a witness directory with its cosigner key (C2SP signed-note
-//! skey/vkey with signature type 0x04, c2sp.org/tlog-cosignature), a private CA and TLS server
+//! `accord-witness init`: creates a witness directory with its cosigner key(s) (C2SP signed-note
+//! skey/vkey with signature type 0x04 Ed25519 and/or 0x06 ML-DSA-44, c2sp.org/tlog-cosignature), a private CA and TLS server
 //! certificate, an admin bearer token, and a commented `witness.toml`.
 
 use std::io::Write as _;
@@ -33,13 +33,24 @@ pub struct InitOptions {
     pub http_listen: String,
 }
 
+/// A cosigner key type `init` can create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyAlg {
+    /// Ed25519 `cosignature/v1` (type 0x04), in `witness.skey`.
+    Ed25519,
+    /// ML-DSA-44 `subtree/v1` (type 0x06), in `witness-mldsa44.skey`.
+    MlDsa44,
+}
+
 /// What `init` created.
 #[derive(Debug, Clone)]
 pub struct Initialized {
     /// The config file.
     pub config_path: PathBuf,
-    /// The witness's verifier key (what logs configure).
+    /// The witness's (first) verifier key (what logs configure).
     pub vkey: String,
+    /// All its verifier keys, one per key type created.
+    pub vkeys: Vec<String>,
     /// The admin bearer token (only its SHA-256 is in the config); also in `admin.token`.
     pub admin_token: String,
 }
@@ -62,11 +73,30 @@ fn toml_str(s: &str) -> String {
     toml::Value::String(s.to_owned()).to_string()
 }
 
-/// Creates the witness directory. Refuses to overwrite an existing config or key.
+/// Creates the witness directory with an Ed25519 key. Refuses to overwrite an existing config
+/// or key.
 pub fn init(opts: &InitOptions) -> Result<Initialized, Error> {
+    init_with(opts, &[KeyAlg::Ed25519])
+}
+
+/// Creates the witness directory with one cosigner key per entry of `algs` (one or both
+/// types). Refuses to overwrite an existing config or key.
+pub fn init_with(opts: &InitOptions, algs: &[KeyAlg]) -> Result<Initialized, Error> {
     let mut rng = rand::rngs::OsRng;
-    let cosigner =
-        Cosigner::generate(&opts.name, &mut rng).map_err(|e| Error::config("name", e))?;
+    if algs.is_empty() {
+        return Err(Error::config("alg", "at least one key type"));
+    }
+    let mut keys = Vec::new();
+    for alg in algs {
+        let (c, file) = match alg {
+            KeyAlg::Ed25519 => (Cosigner::generate(&opts.name, &mut rng), "witness.skey"),
+            KeyAlg::MlDsa44 => (
+                Cosigner::generate_ml_dsa_44(&opts.name, &mut rng),
+                "witness-mldsa44.skey",
+            ),
+        };
+        keys.push((c.map_err(|e| Error::config("name", e))?, file));
+    }
     for (field, addr) in [
         ("grpc_listen", &opts.grpc_listen),
         ("http_listen", &opts.http_listen),
@@ -84,13 +114,27 @@ pub fn init(opts: &InitOptions) -> Result<Initialized, Error> {
     let tls_dir = opts.dir.join("tls");
     std::fs::create_dir_all(&tls_dir).map_err(|e| Error::io(&tls_dir, e))?;
 
-    let vkey = cosigner.verifier().to_vkey();
+    let vkeys: Vec<String> = keys.iter().map(|(c, _)| c.verifier().to_vkey()).collect();
+    for (c, file) in &keys {
+        write_file(&opts.dir.join(file), &format!("{}\n", c.to_skey()), true)?;
+    }
+    let vkey = vkeys[0].clone();
     write_file(
-        &opts.dir.join("witness.skey"),
-        &format!("{}\n", cosigner.to_skey()),
-        true,
+        &opts.dir.join("witness.vkey"),
+        &vkeys.iter().map(|v| format!("{v}\n")).collect::<String>(),
+        false,
     )?;
-    write_file(&opts.dir.join("witness.vkey"), &format!("{vkey}\n"), false)?;
+    let key_config = if keys.len() == 1 {
+        format!("key_file = {}", toml_str(keys[0].1))
+    } else {
+        format!(
+            "key_files = [{}]",
+            keys.iter()
+                .map(|(_, f)| toml_str(f))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
 
     let mut token = [0u8; 32];
     rng.fill_bytes(&mut token);
@@ -124,10 +168,11 @@ pub fn init(opts: &InitOptions) -> Result<Initialized, Error> {
 
 # The witness name: the key name of its cosignatures ("— <name> ..." lines).
 name = {name}
-# The cosigner private key (C2SP signed-note skey, signature type 0x04). Keep it secret.
-# Its public key (give it to the logs you witness) is in witness.vkey:
-#   {vkey}
-key_file = "witness.skey"
+# The cosigner private key(s) (C2SP signed-note skeys: type 0x04 Ed25519 cosignature/v1,
+# type 0x06 ML-DSA-44 subtree/v1). Keep them secret. `key_file = "..."` for one key, or
+# `key_files = [...]` for one of each type; add-checkpoint answers with one line per key.
+# The public keys (give them to the logs you witness) are in witness.vkey.
+{key_config}
 # RocksDB directory: per-origin latest co-signed checkpoints and the known logs.
 data_dir = "data"
 # SHA-256 (hex) of the admin bearer token (the token itself is in admin.token).
@@ -142,10 +187,13 @@ listen = {grpc_listen}
 tls_cert = "tls/cert.pem"   # server certificate, then the CA (clients trust tls/ca.pem)
 tls_key = "tls/key.pem"
 
-# The C2SP tlog-witness HTTP interface: POST /add-checkpoint. Plain HTTP unless tls_cert and
-# tls_key are both set.
+# The C2SP tlog-witness HTTP interface: POST <submission_prefix>/add-checkpoint and
+# /sign-subtree, GET <monitoring_prefix>/<sha256 hex of origin>/checkpoint. Plain HTTP unless
+# tls_cert and tls_key are both set.
 [http]
 listen = {http_listen}
+# submission_prefix = ""           # e.g. "/witness"; empty = the root
+# monitoring_prefix = ""           # may differ from (or equal) the submission prefix
 # tls_cert = "tls/cert.pem"
 # tls_key = "tls/key.pem"
 max_body_bytes = {max_body}   # larger request bodies get 413 (gRPC: the same bound on messages)
@@ -176,6 +224,7 @@ max_queued_per_origin = {max_queued}
     Ok(Initialized {
         config_path,
         vkey,
+        vkeys,
         admin_token,
     })
 }

@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod request;
 pub mod server;
 pub mod store;
+pub mod subtree;
 pub mod tls;
 pub mod witness;
 
@@ -36,4 +37,5 @@ pub use logs::LogConfig;
 pub use request::AddCheckpoint;
 pub use server::{Listeners, run, run_with_clock, serve};
 pub use store::Latest;
+pub use subtree::SignSubtree;
 pub use witness::{Cosigned, Limits, LogStatus, Witness, WitnessOptions};

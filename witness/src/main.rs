@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use accord_witness::init::{InitOptions, init};
+use accord_witness::init::{InitOptions, KeyAlg, init_with};
 use accord_witness::{Config, Listeners};
 use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -37,6 +37,11 @@ enum Command {
         /// The HTTP listen address to write into the config.
         #[arg(long, default_value = "127.0.0.1:7080")]
         http_listen: String,
+        /// The cosigner key type(s): Ed25519 (cosignature/v1), ML-DSA-44 (subtree/v1, which
+        /// c2sp.org/tlog-witness recommends and sign-subtree needs) or both. One vkey line is
+        /// printed per key.
+        #[arg(long, value_enum, default_value_t = Alg::Ed25519)]
+        alg: Alg,
     },
     /// Serve. Prints `listening grpc=ADDR http=ADDR` as the first line on stdout (and
     /// `metrics ADDR` as the second when `metrics_listen` is set); logs go to stderr.
@@ -48,6 +53,14 @@ enum Command {
         #[arg(long, value_enum, default_value_t = LogFormat::Human)]
         log_format: LogFormat,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Alg {
+    Ed25519,
+    #[value(name = "ml-dsa-44")]
+    MlDsa44,
+    Both,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -100,15 +113,26 @@ async fn main() -> anyhow::Result<()> {
             sans,
             grpc_listen,
             http_listen,
+            alg,
         } => {
-            let done = init(&InitOptions {
-                dir,
-                name,
-                sans,
-                grpc_listen,
-                http_listen,
-            })?;
-            println!("{}", done.vkey);
+            let algs: &[KeyAlg] = match alg {
+                Alg::Ed25519 => &[KeyAlg::Ed25519],
+                Alg::MlDsa44 => &[KeyAlg::MlDsa44],
+                Alg::Both => &[KeyAlg::Ed25519, KeyAlg::MlDsa44],
+            };
+            let done = init_with(
+                &InitOptions {
+                    dir,
+                    name,
+                    sans,
+                    grpc_listen,
+                    http_listen,
+                },
+                algs,
+            )?;
+            for vkey in &done.vkeys {
+                println!("{vkey}");
+            }
             eprintln!(
                 "wrote {} (admin token in admin.token, TLS CA in tls/ca.pem)",
                 done.config_path.display()

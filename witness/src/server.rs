@@ -91,7 +91,7 @@ pub async fn run_with_clock(
 ) -> Result<(), Error> {
     let opts = WitnessOptions {
         data_dir: config.data_dir.clone(),
-        cosigner: config.cosigner.clone(),
+        cosigners: config.cosigners.clone(),
         logs: config.logs.clone(),
         limits: config.limits,
         clock,
@@ -100,7 +100,8 @@ pub async fn run_with_clock(
         .await
         .map_err(|e| Error::Internal(format!("opening the store: {e}")))??;
     let witness = Arc::new(witness);
-    info!(name = %config.name, vkey = %witness.verifier().to_vkey(), "witness open");
+    let vkeys: Vec<String> = witness.verifiers().iter().map(|v| v.to_vkey()).collect();
+    info!(name = %config.name, vkeys = ?vkeys, "witness open");
     let served = serve(witness.clone(), &config, listeners, shutdown).await;
     let flushed = tokio::task::spawn_blocking(move || witness.flush())
         .await
@@ -137,7 +138,7 @@ pub async fn serve(
     };
     let http = {
         let stop = stop.clone();
-        let router = crate::http::router(witness, config.max_body_bytes);
+        let router = crate::http::router_with(witness, config.max_body_bytes, &config.prefixes);
         let fut = crate::http::serve(
             router,
             listeners.http,

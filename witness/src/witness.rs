@@ -60,8 +60,9 @@ impl Default for Limits {
 pub struct WitnessOptions {
     /// The RocksDB directory.
     pub data_dir: PathBuf,
-    /// The witness's cosigning key (type 0x04).
-    pub cosigner: Cosigner,
+    /// The witness's cosigning keys (Ed25519 type 0x04 and/or ML-DSA-44 type 0x06; at least
+    /// one). add-checkpoint answers with one cosignature line per key, in this order.
+    pub cosigners: Vec<Cosigner>,
     /// Logs to add (or whose keys to replace) at start.
     pub logs: Vec<LogConfig>,
     /// Admission limits.
@@ -81,7 +82,8 @@ pub struct Cosigned {
     pub root: Hash,
     /// The cosignature timestamp.
     pub timestamp: u64,
-    /// The response body: the cosignature line(s), each `— <name> <base64>\n`.
+    /// The response body: the cosignature lines, one per witness key, each
+    /// `— <name> <base64>\n`.
     pub cosignatures: String,
 }
 
@@ -110,11 +112,14 @@ struct Entry {
 
 /// A witness: its key, its store and its logs.
 pub struct Witness {
-    cosigner: Cosigner,
+    pub(crate) cosigners: Arc<Vec<Cosigner>>,
+    /// SHA-256(origin) → origin, for the monitoring endpoint (c2sp.org/tlog-witness "Monitor
+    /// Retrieval Mechanism"); every origin with a slot is here.
+    by_hash: RwLock<std::collections::HashMap<Hash, String>>,
     store: Arc<Store>,
     clock: Arc<dyn Clock>,
     limits: Limits,
-    global: Arc<Semaphore>,
+    pub(crate) global: Arc<Semaphore>,
     entries: RwLock<BTreeMap<String, Entry>>,
     /// Serialises admin changes so the store and the in-memory map change in the same order.
     admin: Mutex<()>,
@@ -125,7 +130,7 @@ pub struct Witness {
 impl std::fmt::Debug for Witness {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Witness")
-            .field("cosigner", &self.cosigner)
+            .field("cosigners", &self.cosigners)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
@@ -149,6 +154,12 @@ impl Witness {
     pub fn open(opts: WitnessOptions) -> Result<Witness, Error> {
         if opts.limits.max_in_flight == 0 || opts.limits.max_queued_per_origin == 0 {
             return Err(Error::config("limits", "limits must be at least 1"));
+        }
+        if opts.cosigners.is_empty() {
+            return Err(Error::config(
+                "key_file",
+                "a witness needs at least one key",
+            ));
         }
         let store = Store::open(&opts.data_dir)?;
         for log in &opts.logs {
@@ -179,8 +190,13 @@ impl Witness {
                 })
                 .log = Some(Arc::new(log));
         }
+        let by_hash = entries
+            .keys()
+            .map(|o| (origin_hash(o), o.clone()))
+            .collect();
         Ok(Witness {
-            cosigner: opts.cosigner,
+            cosigners: Arc::new(opts.cosigners),
+            by_hash: RwLock::new(by_hash),
             store: Arc::new(store),
             clock: opts.clock,
             global: Arc::new(Semaphore::new(opts.limits.max_in_flight)),
@@ -196,9 +212,14 @@ impl Witness {
         &self.metrics
     }
 
-    /// The witness's cosigner public key (type 0x04); `to_vkey()` is what logs configure.
+    /// The witness's first cosigner public key; `to_vkey()` is what logs configure.
     pub fn verifier(&self) -> Verifier {
-        self.cosigner.verifier()
+        self.cosigners[0].verifier()
+    }
+
+    /// All the witness's cosigner public keys, in the order of its cosignature lines.
+    pub fn verifiers(&self) -> Vec<Verifier> {
+        self.cosigners.iter().map(Cosigner::verifier).collect()
     }
 
     fn known(&self, origin: &str) -> Result<(Arc<LogConfig>, Arc<Slot>), Error> {
@@ -264,7 +285,7 @@ impl Witness {
         let guard = slot.latest.clone().lock_owned().await;
         let commit = Commit {
             store: self.store.clone(),
-            cosigner: self.cosigner.clone(),
+            cosigners: self.cosigners.clone(),
             clock: self.clock.clone(),
             slot: slot.clone(),
             permits: (global, queued),
@@ -297,6 +318,32 @@ impl Witness {
         Ok(latest.clone())
     }
 
+    /// The monitoring view of the log whose origin hashes to `hash` (c2sp.org/tlog-witness
+    /// "Monitor Retrieval Mechanism"): the latest checkpoint the witness co-signed, with the log
+    /// signature(s) it verified and its own cosignature line(s). [`Error::UnknownOrigin`] if it
+    /// never co-signed a checkpoint for that log.
+    pub async fn monitoring_checkpoint(&self, hash: &Hash) -> Result<String, Error> {
+        let not_found = || Error::UnknownOrigin {
+            origin: format!("(origin hash {})", hex::encode(hash)),
+        };
+        let origin = self
+            .by_hash
+            .read()
+            .map_err(|_| lock_poisoned())?
+            .get(hash)
+            .cloned()
+            .ok_or_else(not_found)?;
+        let log = self.log(&origin)?;
+        let latest = self.latest(&origin).await?.ok_or_else(not_found)?;
+        cosigned_note(&origin, log.as_deref(), &latest)
+    }
+
+    /// The log's current configuration (`None` once removed).
+    pub(crate) fn log(&self, origin: &str) -> Result<Option<Arc<LogConfig>>, Error> {
+        let entries = self.entries.read().map_err(|_| lock_poisoned())?;
+        Ok(entries.get(origin).and_then(|e| e.log.clone()))
+    }
+
     /// Adds a log, or replaces its keys; persisted (synced) before it returns.
     #[instrument(skip_all, fields(origin = log.origin()))]
     pub async fn add_log(&self, log: LogConfig) -> Result<(), Error> {
@@ -307,6 +354,10 @@ impl Witness {
         let mut entries = self.entries.write().map_err(|_| lock_poisoned())?;
         let max = self.limits.max_queued_per_origin;
         let origin = log.origin().to_owned();
+        self.by_hash
+            .write()
+            .map_err(|_| lock_poisoned())?
+            .insert(origin_hash(&origin), origin.clone());
         entries
             .entry(origin)
             .or_insert_with(|| Entry {
@@ -362,7 +413,7 @@ impl Witness {
 /// The atomic step of add-checkpoint, run on a blocking thread while holding the origin's lock.
 struct Commit {
     store: Arc<Store>,
-    cosigner: Cosigner,
+    cosigners: Arc<Vec<Cosigner>>,
     clock: Arc<dyn Clock>,
     slot: Arc<Slot>,
     /// Released only when the step is done, even if the caller went away.
@@ -386,11 +437,13 @@ impl Commit {
         }
         check_consistency(held_size, &held_root, &cp, &req.proof)?;
         let timestamp = self.clock.now();
-        let cosignature = self
-            .cosigner
-            .cosign(&body, timestamp)
-            .map_err(|e| Error::Internal(format!("cosigning failed: {e}")))?
-            .to_line();
+        let mut cosignature = String::new();
+        for c in self.cosigners.iter() {
+            let line = c
+                .cosign(&body, timestamp)
+                .map_err(|e| Error::Internal(format!("cosigning failed: {e}")))?;
+            cosignature.push_str(&line.to_line());
+        }
         let latest = Latest {
             size: cp.size,
             root: cp.root,
@@ -411,6 +464,49 @@ impl Commit {
             cosignatures: cosignature,
         })
     }
+}
+
+/// The checkpoint `latest` as a signed note carrying the log's signature(s) and the witness's
+/// cosignature line(s). The log's signatures are those of the submitted note by a key the log
+/// is configured with (or, for a removed log, named as its origin); other lines in the submitted
+/// note (e.g. other witnesses') are left out.
+pub(crate) fn cosigned_note(
+    origin: &str,
+    log: Option<&LogConfig>,
+    latest: &Latest,
+) -> Result<String, Error> {
+    let corrupt = |reason| Error::CorruptState {
+        key: origin.to_owned(),
+        reason,
+    };
+    let submitted = Note::parse(latest.note.as_bytes()).map_err(|_| corrupt("stored note"))?;
+    let mut out = Note::new(&latest.body).map_err(|_| corrupt("stored body"))?;
+    for sig in submitted.signatures() {
+        let by_log = match log {
+            Some(log) => log
+                .verifiers()
+                .iter()
+                .any(|v| v.name() == sig.name && v.key_id() == sig.key_id),
+            None => sig.name == origin,
+        };
+        if by_log {
+            out.add_signature(sig.clone())
+                .map_err(|_| corrupt("stored note"))?;
+        }
+    }
+    for line in latest.cosignature.lines() {
+        let sig = accord_proto::note::NoteSignature::parse_line(line)
+            .map_err(|_| corrupt("stored cosignature"))?;
+        out.add_signature(sig)
+            .map_err(|_| corrupt("stored cosignature"))?;
+    }
+    Ok(out.to_string())
+}
+
+/// SHA-256 of an origin: the `<origin hash>` of the monitoring endpoint.
+pub fn origin_hash(origin: &str) -> Hash {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(origin.as_bytes()).into()
 }
 
 /// The 422 checks of c2sp.org/tlog-witness: the proof from the held size must verify (RFC 9162

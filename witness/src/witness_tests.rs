@@ -10,7 +10,7 @@ fn open(dir: &std::path::Path, limits: Limits) -> (Arc<Witness>, Signer) {
     let log = Signer::generate(ORIGIN, &mut rng).unwrap();
     let w = Witness::open(WitnessOptions {
         data_dir: dir.to_owned(),
-        cosigner: Cosigner::generate("w", &mut rng).unwrap(),
+        cosigners: vec![Cosigner::generate("w", &mut rng).unwrap()],
         logs: vec![LogConfig::from_verifiers(ORIGIN, vec![log.verifier()]).unwrap()],
         limits,
         clock: Arc::new(ManualClock::new(1_000)),

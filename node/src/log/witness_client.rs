@@ -1,5 +1,10 @@
 //! The node's side of the witness protocol: a K-of-N policy over configured witnesses.
 //!
+//! Each witness is configured with one cosigner vkey of either type of c2sp.org/tlog-cosignature:
+//! Ed25519 `cosignature/v1` (type 0x04) or ML-DSA-44 `subtree/v1` (type 0x06). A witness that
+//! holds both keys answers with both lines; the node keeps the line of the configured key, and
+//! each witness counts once toward K whatever its key type.
+//!
 //! Each new checkpoint goes to every witness with a consistency proof from the size that witness
 //! holds. The node learns that size from the witness's conflict answer (ABORTED with `tlog-size`)
 //! and remembers it in `meta`. A failing witness is retried with exponential backoff. The policy
@@ -10,10 +15,11 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::ledger::Store;
 use crate::node::Node;
-use accord_proto::checkpoint::verify_cosignature;
-use accord_proto::note::{NoteSignature, Verifier};
+use accord_proto::checkpoint::{verify_cosignature, verify_subtree_cosignature};
+use accord_proto::merkle;
+use accord_proto::note::{KeyKind, NoteSignature, Verifier};
 use accord_proto::pb::witness::v1::{
-    AddCheckpointRequest, witness_service_client::WitnessServiceClient,
+    AddCheckpointRequest, SignSubtreeRequest, witness_service_client::WitnessServiceClient,
 };
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -263,5 +269,99 @@ impl WitnessClient {
             let jitter = rand::random::<u64>() % (base / 4 + 1);
             s.retry_at = Some(Instant::now() + Duration::from_millis(base / 2 + jitter));
         }
+    }
+}
+
+/// A verified subtree cosignature (c2sp.org/tlog-witness "sign-subtree").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubtreeCosignature {
+    /// The subtree's first leaf.
+    pub start: u64,
+    /// One past its last leaf.
+    pub end: u64,
+    /// `MTH(D[start:end])`.
+    pub hash: [u8; 32],
+    /// The witness's `subtree/v1` line (timestamp 0).
+    pub line: NoteSignature,
+}
+
+impl WitnessClient {
+    /// Asks every witness configured with an ML-DSA-44 key to co-sign the (at most two) subtrees
+    /// that cover `[start, end)` (draft-ietf-plants-merkle-tree-certs, "Selecting Two
+    /// Subtrees") of `cp`, a checkpoint those witnesses co-signed (e.g. the witnessed one), e.g.
+    /// the records of one commitment envelope or one run. Returns the lines that verified;
+    /// witnesses that fail are skipped (logged), as in [`WitnessClient::witness`].
+    pub async fn subtree_cosignatures(
+        &self,
+        store: &Store,
+        cp: &StoredCheckpoint,
+        start: u64,
+        end: u64,
+    ) -> Result<Vec<SubtreeCosignature>, Error> {
+        if end > cp.size {
+            return Err(Error::invalid(
+                "end",
+                format!("{end} is beyond the checkpoint size {}", cp.size),
+            ));
+        }
+        let body = accord_proto::note::Note::parse(cp.note.as_bytes())
+            .map_err(|e| Error::Internal(format!("stored checkpoint: {e}")))?;
+        let origin = accord_proto::checkpoint::Checkpoint::parse(body.text())
+            .map_err(|e| Error::Internal(format!("stored checkpoint: {e}")))?
+            .origin;
+        let (left, right) = merkle::covering_subtrees(start, end)
+            .map_err(|e| Error::invalid("start", e.to_string()))?;
+        let mut out = Vec::new();
+        for (s, e) in [left, right] {
+            if s == e {
+                continue;
+            }
+            let nodes = crate::ledger::TreeNodes(store);
+            let hash = merkle::subtree_hash(&nodes, s, e)
+                .map_err(|e| Error::FailedPrecondition(e.to_string()))?;
+            let proof = merkle::subtree_consistency_proof(&nodes, s, e, cp.size)
+                .map_err(|e| Error::FailedPrecondition(e.to_string()))?;
+            for w in self
+                .witnesses
+                .iter()
+                .filter(|w| w.verifier.kind() == KeyKind::MlDsa44)
+            {
+                let req = SignSubtreeRequest {
+                    start: s,
+                    end: e,
+                    subtree_hash: hash.to_vec().into(),
+                    consistency_proof: proof.iter().map(|h| h.to_vec().into()).collect(),
+                    checkpoint: cp.note.clone(),
+                };
+                let text = match WitnessServiceClient::new(w.channel.clone())
+                    .sign_subtree(req)
+                    .await
+                {
+                    Ok(r) => r.into_inner().cosignatures,
+                    Err(st) => {
+                        tracing::warn!(witness = %w.endpoint, code = ?st.code(), message = st.message(), "sign-subtree failed");
+                        continue;
+                    }
+                };
+                let found = text
+                    .lines()
+                    .filter_map(|l| NoteSignature::parse_line(l).ok())
+                    .find(|sig| {
+                        verify_subtree_cosignature(&w.verifier, &origin, s, e, &hash, sig).is_ok()
+                    });
+                match found {
+                    Some(line) => out.push(SubtreeCosignature {
+                        start: s,
+                        end: e,
+                        hash,
+                        line,
+                    }),
+                    None => {
+                        tracing::warn!(witness = %w.endpoint, "sign-subtree answer without a valid cosignature")
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 }

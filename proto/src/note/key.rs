@@ -6,7 +6,9 @@
 //! - key ID:              `SHA-256(name || 0x0A || type || public key)[:4]`
 //!
 //! Type 0x01 is a plain Ed25519 note signature; type 0x04 is an Ed25519 tlog-cosignature/v1
-//! key (c2sp.org/tlog-cosignature), whose signatures are timestamped and cover a different message.
+//! key (c2sp.org/tlog-cosignature), whose signatures are timestamped and cover a different message;
+//! type 0x06 is an ML-DSA-44 (FIPS 204) cosigner key, whose vkey carries the 1,312-byte public key
+//! and whose signatures cover the `subtree/v1` `cosigned_message` ([`super::mldsa`]).
 
 use std::fmt;
 
@@ -24,6 +26,9 @@ pub enum KeyKind {
     Ed25519,
     /// Type 0x04: timestamped Ed25519 witness cosignatures (c2sp.org/tlog-cosignature).
     CosignatureV1,
+    /// Type 0x06: ML-DSA-44 witness cosignatures over the `subtree/v1` `cosigned_message`
+    /// (c2sp.org/tlog-cosignature, "ML-DSA-44 signed message").
+    MlDsa44,
 }
 
 impl KeyKind {
@@ -32,7 +37,14 @@ impl KeyKind {
         match self {
             KeyKind::Ed25519 => 0x01,
             KeyKind::CosignatureV1 => 0x04,
+            KeyKind::MlDsa44 => 0x06,
         }
+    }
+
+    /// Whether this is a witness cosignature key (type 0x04 or 0x06), whose signatures carry a
+    /// timestamp.
+    pub fn is_cosignature(self) -> bool {
+        matches!(self, KeyKind::CosignatureV1 | KeyKind::MlDsa44)
     }
 
     /// The kind for a signature type byte; other types are not supported by this crate.
@@ -40,14 +52,16 @@ impl KeyKind {
         match key_type {
             0x01 => Ok(KeyKind::Ed25519),
             0x04 => Ok(KeyKind::CosignatureV1),
+            0x06 => Ok(KeyKind::MlDsa44),
             _ => Err(Error::UnsupportedKeyType { key_type }),
         }
     }
 }
 
 /// The C2SP key ID: `SHA-256(name || 0x0A || key_type || public_key)[:4]` (c2sp.org/signed-note,
-/// "Signatures"; for cosignature keys c2sp.org/tlog-cosignature with type 0x04).
-pub fn key_id(name: &str, key_type: u8, public_key: &[u8; 32]) -> [u8; 4] {
+/// "Signatures"; for cosignature keys c2sp.org/tlog-cosignature with type 0x04 and the 32-byte
+/// Ed25519 key, or type 0x06 and the 1,312-byte ML-DSA-44 key).
+pub fn key_id(name: &str, key_type: u8, public_key: &[u8]) -> [u8; 4] {
     let mut h = Sha256::new();
     h.update(name.as_bytes());
     h.update([b'\n', key_type]);
@@ -81,7 +95,7 @@ pub fn is_valid_key_name(name: &str) -> bool {
 }
 
 /// Parses the `<hex key ID>` field: exactly eight hex digits (Go accepts either case).
-fn parse_key_id(text: &str) -> Result<[u8; 4], Error> {
+pub(crate) fn parse_key_id(text: &str) -> Result<[u8; 4], Error> {
     let mut id = [0u8; 4];
     if text.len() != 8 || hex::decode_to_slice(text, &mut id).is_err() {
         return Err(Error::MalformedKey {
@@ -89,6 +103,18 @@ fn parse_key_id(text: &str) -> Result<[u8; 4], Error> {
         });
     }
     Ok(id)
+}
+
+/// Decodes `base64(type || key bytes)` into the kind and the key bytes, of any length (the
+/// callers check the length their kind needs).
+pub(crate) fn parse_key_material_any(text: &str) -> Result<(KeyKind, Vec<u8>), Error> {
+    let raw = B64.decode(text).map_err(|_| Error::MalformedKey {
+        reason: "key is not valid base64",
+    })?;
+    let (&key_type, rest) = raw.split_first().ok_or(Error::MalformedKey {
+        reason: "key material is empty",
+    })?;
+    Ok((KeyKind::from_type_byte(key_type)?, rest.to_vec()))
 }
 
 /// Decodes `base64(type || 32 bytes)` into the kind and the 32 key bytes.
@@ -106,14 +132,14 @@ fn parse_key_material(text: &str) -> Result<(KeyKind, [u8; 32]), Error> {
     Ok((kind, key))
 }
 
-fn encode_key_material(kind: KeyKind, key: &[u8; 32]) -> String {
-    let mut raw = Vec::with_capacity(33);
+pub(crate) fn encode_key_material(kind: KeyKind, key: &[u8]) -> String {
+    let mut raw = Vec::with_capacity(1 + key.len());
     raw.push(kind.type_byte());
     raw.extend_from_slice(key);
     B64.encode(raw)
 }
 
-fn check_stated_id(name: &str, stated: [u8; 4], computed: [u8; 4]) -> Result<(), Error> {
+pub(crate) fn check_stated_id(name: &str, stated: [u8; 4], computed: [u8; 4]) -> Result<(), Error> {
     if stated == computed {
         Ok(())
     } else {
@@ -223,7 +249,7 @@ impl KeyPair {
             name: self.name.clone(),
             key_id: self.key_id,
             kind: self.kind,
-            key: self.key.verifying_key(),
+            key: PublicKey::Ed25519(self.key.verifying_key()),
         }
     }
 
@@ -310,30 +336,57 @@ impl fmt::Debug for Signer {
     }
 }
 
-/// An Ed25519 public key with its signed-note name, key ID and signature type.
+/// The public key material of a [`Verifier`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum PublicKey {
+    Ed25519(VerifyingKey),
+    MlDsa44(super::mldsa::MlDsa44Public),
+}
+
+/// A public key (Ed25519, or ML-DSA-44 for type 0x06 cosigners) with its signed-note name, key
+/// ID and signature type.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verifier {
     name: String,
     key_id: [u8; 4],
     kind: KeyKind,
-    key: VerifyingKey,
+    key: PublicKey,
 }
 
 impl Verifier {
     /// A verifier from a raw Ed25519 public key (e.g. one published as hex); the key ID is
-    /// computed from `name`, `kind` and the key.
+    /// computed from `name`, `kind` and the key. `kind` must be an Ed25519 kind (0x01 or 0x04);
+    /// for ML-DSA-44 use [`Verifier::new_ml_dsa_44`].
     pub fn new(name: &str, kind: KeyKind, key: VerifyingKey) -> Result<Verifier, Error> {
         check_key_name(name)?;
+        if kind == KeyKind::MlDsa44 {
+            return Err(Error::MalformedKey {
+                reason: "an Ed25519 key cannot be a type 0x06 (ML-DSA-44) key",
+            });
+        }
         Ok(Verifier {
             name: name.to_owned(),
             key_id: key_id(name, kind.type_byte(), key.as_bytes()),
             kind,
-            key,
+            key: PublicKey::Ed25519(key),
         })
     }
 
-    /// Parses a verifier key, `<name>+<hex key ID>+base64(type || 32-byte public key)`, with
-    /// type 0x01 (Ed25519) or 0x04 (cosignature/v1), and checks that the key ID matches.
+    /// A type 0x06 verifier from a raw 1,312-byte ML-DSA-44 public key (FIPS 204 `pkEncode`).
+    pub fn new_ml_dsa_44(name: &str, public_key: &[u8]) -> Result<Verifier, Error> {
+        check_key_name(name)?;
+        let key = super::mldsa::MlDsa44Public::from_bytes(public_key)?;
+        Ok(Verifier {
+            name: name.to_owned(),
+            key_id: key_id(name, KeyKind::MlDsa44.type_byte(), public_key),
+            kind: KeyKind::MlDsa44,
+            key: PublicKey::MlDsa44(key),
+        })
+    }
+
+    /// Parses a verifier key, `<name>+<hex key ID>+base64(type || public key)`, with type 0x01
+    /// (Ed25519), 0x04 (Ed25519 cosignature/v1) or 0x06 (ML-DSA-44 cosigner, 1,312-byte key),
+    /// and checks that the key ID matches.
     pub fn from_vkey(text: &str) -> Result<Verifier, Error> {
         let parts: Vec<&str> = text.trim_end_matches('\n').splitn(3, '+').collect();
         let [name, id, material] = parts[..] else {
@@ -343,11 +396,18 @@ impl Verifier {
         };
         check_key_name(name)?;
         let stated = parse_key_id(id)?;
-        let (kind, public) = parse_key_material(material)?;
-        let key = VerifyingKey::from_bytes(&public).map_err(|_| Error::MalformedKey {
-            reason: "not a valid Ed25519 public key",
-        })?;
-        let v = Verifier::new(name, kind, key)?;
+        let (kind, public) = parse_key_material_any(material)?;
+        let v = if kind == KeyKind::MlDsa44 {
+            Verifier::new_ml_dsa_44(name, &public)?
+        } else {
+            let public: [u8; 32] = public.try_into().map_err(|_| Error::MalformedKey {
+                reason: "Ed25519 key is not 32 bytes",
+            })?;
+            let key = VerifyingKey::from_bytes(&public).map_err(|_| Error::MalformedKey {
+                reason: "not a valid Ed25519 public key",
+            })?;
+            Verifier::new(name, kind, key)?
+        };
         check_stated_id(name, stated, v.key_id)?;
         Ok(v)
     }
@@ -358,7 +418,7 @@ impl Verifier {
             "{}+{}+{}",
             self.name,
             hex::encode(self.key_id),
-            encode_key_material(self.kind, self.key.as_bytes())
+            encode_key_material(self.kind, self.public_key_bytes())
         )
     }
 
@@ -382,19 +442,35 @@ impl Verifier {
         self.kind
     }
 
-    /// The Ed25519 public key.
-    pub fn verifying_key(&self) -> &ed25519_dalek::VerifyingKey {
-        &self.key
+    /// The Ed25519 public key; `None` for an ML-DSA-44 key.
+    pub fn verifying_key(&self) -> Option<&ed25519_dalek::VerifyingKey> {
+        match &self.key {
+            PublicKey::Ed25519(k) => Some(k),
+            PublicKey::MlDsa44(_) => None,
+        }
     }
 
-    /// Checks a raw RFC 8032 Ed25519 signature over `msg` (the cofactorless check of Go's
-    /// `crypto/ed25519`). For a cosignature/v1 key, `msg` must already be the cosignature
-    /// message; see [`crate::checkpoint::verify_cosignature`]. A `sig` that is not 64 bytes is
-    /// simply invalid.
+    /// The raw public key: 32 bytes (Ed25519) or 1,312 bytes (ML-DSA-44).
+    pub fn public_key_bytes(&self) -> &[u8] {
+        match &self.key {
+            PublicKey::Ed25519(k) => k.as_bytes(),
+            PublicKey::MlDsa44(k) => k.as_bytes(),
+        }
+    }
+
+    /// Checks a raw signature over `msg`: RFC 8032 Ed25519 (the cofactorless check of Go's
+    /// `crypto/ed25519`), or FIPS 204 ML-DSA-44 (pure, empty context) for a type 0x06 key. For a
+    /// cosignature key, `msg` must already be the cosignature message; see
+    /// [`crate::checkpoint::verify_cosignature`]. A `sig` of the wrong length is simply invalid.
     pub fn verify(&self, msg: &[u8], sig: &[u8]) -> bool {
-        let Ok(sig) = ed25519_dalek::Signature::from_slice(sig) else {
-            return false;
-        };
-        self.key.verify(msg, &sig).is_ok()
+        match &self.key {
+            PublicKey::Ed25519(key) => {
+                let Ok(sig) = ed25519_dalek::Signature::from_slice(sig) else {
+                    return false;
+                };
+                key.verify(msg, &sig).is_ok()
+            }
+            PublicKey::MlDsa44(key) => key.verify(msg, sig),
+        }
     }
 }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use accord_proto::checkpoint::{Checkpoint, open_checkpoint, verify_cosignature};
 use accord_proto::merkle::{Hash, MemoryTree, NodeSource as _, consistency_proof, leaf_hash};
-use accord_proto::note::{NoteSignature, Signer, Verifier};
-use accord_witness::init::{InitOptions, init};
+use accord_proto::note::{KeyKind, NoteSignature, Signer, Verifier};
+use accord_witness::init::{InitOptions, KeyAlg, init_with};
 use accord_witness::{AddCheckpoint, Config, Listeners, ManualClock};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::task::JoinHandle;
@@ -91,30 +91,39 @@ impl TestLog {
 /// `witness`, over the checkpoint body, at `timestamp`; and, as a C2SP client does, that the
 /// lines appended to the log's signed note verify with the witness key.
 pub fn assert_cosigned(witness: &Verifier, log: &TestLog, lines: &str, timestamp: u64) {
+    assert_cosigned_all(std::slice::from_ref(witness), log, lines, timestamp);
+}
+
+/// As [`assert_cosigned`] for a witness with several keys: one line per key, in key order,
+/// each with the payload length of its type (8 + 64 for Ed25519, 8 + 2420 for ML-DSA-44).
+pub fn assert_cosigned_all(witnesses: &[Verifier], log: &TestLog, lines: &str, timestamp: u64) {
     assert!(lines.ends_with('\n'), "{lines:?}");
     let all: Vec<&str> = lines.lines().collect();
-    assert_eq!(all.len(), 1, "{lines:?}");
-    assert!(all[0].starts_with(&format!("\u{2014} {} ", witness.name())));
-    let sig = NoteSignature::parse_line(all[0]).unwrap();
-    assert_eq!(
-        sig.signature.len(),
-        72,
-        "u64 timestamp || 64-byte signature"
-    );
+    assert_eq!(all.len(), witnesses.len(), "{lines:?}");
     let body = log.checkpoint().to_body().unwrap();
-    assert_eq!(verify_cosignature(witness, &body, &sig).unwrap(), timestamp);
+    for (line, witness) in all.iter().zip(witnesses) {
+        assert!(line.starts_with(&format!("\u{2014} {} ", witness.name())));
+        let sig = NoteSignature::parse_line(line).unwrap();
+        let want = match witness.kind() {
+            KeyKind::MlDsa44 => 8 + 2420,
+            _ => 8 + 64,
+        };
+        assert_eq!(sig.signature.len(), want, "u64 timestamp || signature");
+        assert_eq!(sig.key_id, witness.key_id());
+        assert_eq!(verify_cosignature(witness, &body, &sig).unwrap(), timestamp);
+    }
     let note = format!("{}{lines}", log.signed());
     let opened = open_checkpoint(
         note.as_bytes(),
         log.origin(),
         &[log.signer.verifier()],
-        std::slice::from_ref(witness),
+        witnesses,
     )
     .unwrap();
     assert_eq!(opened.checkpoint, log.checkpoint());
     assert_eq!(
         opened.cosignatures().map(|(_, t)| t).collect::<Vec<_>>(),
-        vec![timestamp]
+        vec![timestamp; witnesses.len()]
     );
 }
 
@@ -125,6 +134,8 @@ pub struct TestWitness {
     pub http: SocketAddr,
     pub vkey: String,
     pub verifier: Verifier,
+    /// All the witness keys (one per key type it was created with), in line order.
+    pub verifiers: Vec<Verifier>,
     pub admin_token: String,
     pub clock: Arc<ManualClock>,
     pub shutdown: CancellationToken,
@@ -138,13 +149,27 @@ pub fn init_witness(
     logs: &[&TestLog],
     overrides: &[(&str, &str)],
 ) -> (PathBuf, String, String) {
-    let done = init(&InitOptions {
-        dir: dir.to_owned(),
-        name: "witness.test/w1".into(),
-        sans: vec![],
-        grpc_listen: "127.0.0.1:0".into(),
-        http_listen: "127.0.0.1:0".into(),
-    })
+    let (path, vkeys, token) = init_witness_algs(dir, logs, overrides, &[KeyAlg::Ed25519]);
+    (path, vkeys[0].clone(), token)
+}
+
+/// [`init_witness`] with the given cosigner key types; returns every vkey.
+pub fn init_witness_algs(
+    dir: &Path,
+    logs: &[&TestLog],
+    overrides: &[(&str, &str)],
+    algs: &[KeyAlg],
+) -> (PathBuf, Vec<String>, String) {
+    let done = init_with(
+        &InitOptions {
+            dir: dir.to_owned(),
+            name: "witness.test/w1".into(),
+            sans: vec![],
+            grpc_listen: "127.0.0.1:0".into(),
+            http_listen: "127.0.0.1:0".into(),
+        },
+        algs,
+    )
     .unwrap();
     let mut text = std::fs::read_to_string(&done.config_path).unwrap();
     for (from, to) in overrides {
@@ -159,7 +184,7 @@ pub fn init_witness(
         ));
     }
     std::fs::write(&done.config_path, text).unwrap();
-    (done.config_path, done.vkey, done.admin_token)
+    (done.config_path, done.vkeys, done.admin_token)
 }
 
 impl TestWitness {
@@ -172,16 +197,31 @@ impl TestWitness {
         logs: &[&TestLog],
         overrides: &[(&str, &str)],
     ) -> TestWitness {
-        let (config_path, vkey, admin_token) = init_witness(dir, logs, overrides);
-        TestWitness::serve(dir, &config_path, vkey, admin_token).await
+        TestWitness::start_algs(dir, logs, overrides, &[KeyAlg::Ed25519]).await
+    }
+
+    /// A witness with the given cosigner key types.
+    pub async fn start_algs(
+        dir: &Path,
+        logs: &[&TestLog],
+        overrides: &[(&str, &str)],
+        algs: &[KeyAlg],
+    ) -> TestWitness {
+        let (config_path, vkeys, admin_token) = init_witness_algs(dir, logs, overrides, algs);
+        TestWitness::serve(dir, &config_path, vkeys, admin_token).await
     }
 
     async fn serve(
         dir: &Path,
         config_path: &Path,
-        vkey: String,
+        vkeys: Vec<String>,
         admin_token: String,
     ) -> TestWitness {
+        let verifiers: Vec<Verifier> = vkeys
+            .iter()
+            .map(|v| Verifier::from_vkey(v).unwrap())
+            .collect();
+        let vkey = vkeys[0].clone();
         let config = Config::load(config_path).unwrap();
         let listeners = Listeners::bind(&config).await.unwrap();
         let (grpc, http) = (
@@ -200,7 +240,8 @@ impl TestWitness {
             dir: dir.to_owned(),
             grpc,
             http,
-            verifier: Verifier::from_vkey(&vkey).unwrap(),
+            verifier: verifiers[0].clone(),
+            verifiers,
             vkey,
             admin_token,
             clock,
@@ -220,6 +261,14 @@ impl TestWitness {
 
     pub async fn post(&self, body: &str) -> HttpResponse {
         http_post(self.http, "/add-checkpoint", body.as_bytes()).await
+    }
+
+    pub async fn post_to(&self, path: &str, body: &str) -> HttpResponse {
+        http_post(self.http, path, body.as_bytes()).await
+    }
+
+    pub async fn get(&self, path: &str) -> HttpResponse {
+        http_get(self.http, path).await
     }
 }
 
@@ -265,6 +314,16 @@ pub async fn http_post(addr: SocketAddr, path: &str, body: &[u8]) -> HttpRespons
     s.write_all(head.as_bytes()).await.unwrap();
     // A server may answer (e.g. 413) before reading the whole body; ignore write errors then.
     let _ = s.write_all(body).await;
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw).await;
+    parse_response(&raw)
+}
+
+/// A one-shot HTTP/1.1 GET (Connection: close) over plain TCP.
+pub async fn http_get(addr: SocketAddr, path: &str) -> HttpResponse {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(head.as_bytes()).await.unwrap();
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw).await;
     parse_response(&raw)

@@ -48,7 +48,7 @@ async fn racing_requests_in_process_cosign_one_root_per_size() {
     let witness = Arc::new(
         Witness::open(WitnessOptions {
             data_dir: dir.path().join("data"),
-            cosigner: Cosigner::generate("w", &mut rand::rngs::OsRng).unwrap(),
+            cosigners: vec![Cosigner::generate("w", &mut rand::rngs::OsRng).unwrap()],
             logs: vec![LogConfig::new(log.origin(), &[log.vkey()]).unwrap()],
             limits: Limits {
                 max_in_flight: 1024,

@@ -4,13 +4,33 @@ use accord_proto::Checkpoint;
 use accord_proto::merkle::EMPTY_ROOT;
 use accord_witness::{AddCheckpoint, Clock as _};
 
-use crate::common::{TestLog, TestWitness, assert_cosigned, parse_response};
+use accord_witness::init::KeyAlg;
+
+use crate::common::{TestLog, TestWitness, assert_cosigned_all, parse_response};
+
+const ED: &[KeyAlg] = &[KeyAlg::Ed25519];
+const PQ: &[KeyAlg] = &[KeyAlg::MlDsa44];
+const BOTH: &[KeyAlg] = &[KeyAlg::Ed25519, KeyAlg::MlDsa44];
 
 #[tokio::test]
 async fn a_good_chain_is_cosigned_with_fresh_timestamps() {
+    good_chain(ED).await;
+}
+
+#[tokio::test]
+async fn a_good_chain_is_cosigned_with_ml_dsa_44() {
+    good_chain(PQ).await;
+}
+
+#[tokio::test]
+async fn a_good_chain_is_cosigned_with_both_key_types() {
+    good_chain(BOTH).await;
+}
+
+async fn good_chain(algs: &[KeyAlg]) {
     let dir = tempfile::tempdir().unwrap();
     let mut log = TestLog::new("example.com/good");
-    let w = TestWitness::start(dir.path(), &[&log]).await;
+    let w = TestWitness::start_algs(dir.path(), &[&log], &[], algs).await;
 
     let mut held = 0;
     for size in [1u64, 2, 5, 8, 13, 64, 100] {
@@ -19,24 +39,33 @@ async fn a_good_chain_is_cosigned_with_fresh_timestamps() {
         let r = w.post(&log.request(held).to_http_body()).await;
         assert_eq!(r.status, 200, "{r:?}");
         assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
-        assert_cosigned(&w.verifier, &log, &r.body, w.clock.now());
+        assert_cosigned_all(&w.verifiers, &log, &r.body, w.clock.now());
         held = size;
     }
     // The same size and root again: co-signed again, with a fresh timestamp.
     w.clock.advance(60);
     let r = w.post(&log.request(held).to_http_body()).await;
     assert_eq!(r.status, 200, "{r:?}");
-    assert_cosigned(&w.verifier, &log, &r.body, w.clock.now());
+    assert_cosigned_all(&w.verifiers, &log, &r.body, w.clock.now());
     w.stop().await;
 }
 
 #[tokio::test]
 async fn every_failure_class_has_its_status() {
+    failure_classes(ED).await;
+}
+
+#[tokio::test]
+async fn every_failure_class_has_its_status_with_both_key_types() {
+    failure_classes(BOTH).await;
+}
+
+async fn failure_classes(algs: &[KeyAlg]) {
     let dir = tempfile::tempdir().unwrap();
     let mut log = TestLog::new("example.com/log");
     let mut fresh = TestLog::new("example.com/fresh");
     let mut empty = TestLog::new("example.com/empty");
-    let w = TestWitness::start(dir.path(), &[&log, &fresh, &empty]).await;
+    let w = TestWitness::start_algs(dir.path(), &[&log, &fresh, &empty], &[], algs).await;
 
     // 404: unknown origin.
     let mut stranger = TestLog::new("example.com/stranger");
@@ -197,6 +226,6 @@ async fn the_http_listener_can_use_tls() {
     let _ = s.read_to_end(&mut raw).await;
     let r = parse_response(&raw);
     assert_eq!(r.status, 200, "{r:?}");
-    assert_cosigned(&w.verifier, &log, &r.body, w.clock.now());
+    assert_cosigned_all(&w.verifiers, &log, &r.body, w.clock.now());
     w.stop().await;
 }

@@ -4,3 +4,4 @@ mod common;
 mod concurrency;
 mod grpc;
 mod http;
+mod pq;
