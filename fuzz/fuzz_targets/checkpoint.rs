@@ -24,7 +24,10 @@ fuzz_target!(|data: &[u8]| {
     let mut cosigned = false;
     for sig in note.signatures() {
         if let Ok(ts) = verify_cosignature(&wit, note.text(), sig) {
-            assert!(ts <= i64::MAX as u64, "cosignature timestamp beyond 2^63-1 accepted");
+            assert!(
+                ts <= i64::MAX as u64,
+                "cosignature timestamp beyond 2^63-1 accepted"
+            );
             cosigned = true;
         }
     }
@@ -32,7 +35,10 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(o.checkpoint.origin, ORIGIN);
         // A cosignature open_checkpoint counted verifies on its own too.
         if o.cosignatures().next().is_some() {
-            assert!(cosigned, "open_checkpoint accepted a cosignature verify_cosignature refuses");
+            assert!(
+                cosigned,
+                "open_checkpoint accepted a cosignature verify_cosignature refuses"
+            );
         }
     }
 });

@@ -45,14 +45,21 @@ fn peer() -> &'static Peer {
 fn check_record(peer: &Peer, r: &SignedRecord, batch_ok: bool) {
     let verified = peer.verify(RECORD_PAYLOAD_TYPE, &r.payload, &r.signatures, NOW);
     if batch_ok {
-        assert!(verified.is_ok(), "verify_batch accepted what verify refuses");
+        assert!(
+            verified.is_ok(),
+            "verify_batch accepted what verify refuses"
+        );
     }
     if r.payload_type != RECORD_PAYLOAD_TYPE {
         return;
     }
-    let Ok(record) = Record::decode(r.payload.as_ref()) else { return };
+    let Ok(record) = Record::decode(r.payload.as_ref()) else {
+        return;
+    };
     let id = record_id(RECORD_PAYLOAD_TYPE, &r.payload);
-    let Ok(input) = accord_node::convert::record_from_pb(id, &record) else { return };
+    let Ok(input) = accord_node::convert::record_from_pb(id, &record) else {
+        return;
+    };
     if input.author.organisation != peer.name() {
         return;
     }
@@ -64,7 +71,9 @@ fn check_record(peer: &Peer, r: &SignedRecord, batch_ok: bool) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(env) = Signed::decode(data) else { return };
+    let Ok(env) = Signed::decode(data) else {
+        return;
+    };
     let peer = peer();
     // The envelope's own checks, in the receiver's order.
     let envelope = if env.payload_type == ENVELOPE_PAYLOAD_TYPE {
@@ -73,14 +82,15 @@ fuzz_target!(|data: &[u8]| {
         None
     };
     if let Some(e) = &envelope {
-        let party_signed = env.signatures.iter().any(|s| peer.is_party_key_name(&s.key_name));
+        let party_signed = env
+            .signatures
+            .iter()
+            .any(|s| peer.is_party_key_name(&s.key_name));
         let sig = peer.verify(ENVELOPE_PAYLOAD_TYPE, &env.payload, &env.signatures, NOW);
         if e.sender == ORG && e.receiver == RECEIVER && !party_signed && sig.is_ok() {
             // Authenticated: only the node key can have signed it.
             assert!(
-                env.signatures
-                    .iter()
-                    .any(|s| s.key_name == ORG_ORIGIN),
+                env.signatures.iter().any(|s| s.key_name == ORG_ORIGIN),
                 "an envelope authenticated without the node key's signature"
             );
         }
@@ -89,7 +99,9 @@ fuzz_target!(|data: &[u8]| {
     // through a valid envelope otherwise).
     let records: Vec<SignedRecord> = match envelope {
         Some(e) => e.records,
-        None => Envelope::decode(data).map(|e| e.records).unwrap_or_default(),
+        None => Envelope::decode(data)
+            .map(|e| e.records)
+            .unwrap_or_default(),
     };
     let refs: Vec<&SignedRecord> = records.iter().collect();
     let batch = peer.verify_batch(RECORD_PAYLOAD_TYPE, &refs, NOW);

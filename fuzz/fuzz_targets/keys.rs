@@ -6,7 +6,9 @@ use accord_proto::note::{NoteSignature, Signer, Verifier};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(v) = Verifier::from_vkey(text) {
         let again = Verifier::from_vkey(&v.to_vkey()).expect("a vkey we wrote parses");
         assert_eq!((again.name(), again.key_id()), (v.name(), v.key_id()));

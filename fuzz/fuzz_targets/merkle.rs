@@ -63,7 +63,11 @@ fuzz_target!(|data: &[u8]| {
     verify_inclusion(&leaf, index, n, &proof, &root).expect("a correct inclusion proof verifies");
     let original = proof.clone();
     flip(&mut proof);
-    let (i2, n2) = if mode & 0x10 != 0 { (b % 80, n) } else { (index, n) };
+    let (i2, n2) = if mode & 0x10 != 0 {
+        (b % 80, n)
+    } else {
+        (index, n)
+    };
     let result = verify_inclusion(&leaf, i2, n2, &proof, &root);
     if proof != original || i2 != index {
         // A different index can only verify with the same proof when the hash coincides,
@@ -73,7 +77,8 @@ fuzz_target!(|data: &[u8]| {
     let m = b % (n + 1);
     let mut cproof = consistency_proof(&src, m, n).expect("m <= n");
     let old_root = root_from_leaf_hashes(&all[..m as usize]);
-    verify_consistency(m, n, &cproof, &old_root, &root).expect("a correct consistency proof verifies");
+    verify_consistency(m, n, &cproof, &old_root, &root)
+        .expect("a correct consistency proof verifies");
     let original = cproof.clone();
     flip(&mut cproof);
     let result = verify_consistency(m, n, &cproof, &old_root, &root);
@@ -85,7 +90,10 @@ fuzz_target!(|data: &[u8]| {
         let other = 1 + (a % n);
         if other != m {
             let r = verify_consistency(other, n, &original, &old_root, &root);
-            assert!(r.is_err(), "consistency proof verified for the wrong old size");
+            assert!(
+                r.is_err(),
+                "consistency proof verified for the wrong old size"
+            );
         }
     }
 });

@@ -26,14 +26,20 @@ fn base() -> &'static PathBuf {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     match Config::parse(text, base()) {
         Ok(c) => {
             // Valid means valid: validate() agrees on the value parse returned.
             c.validate().expect("a parsed config validates");
         }
         Err(e) => {
-            assert!(!e.field.is_empty(), "config error without a field: {}", e.reason);
+            assert!(
+                !e.field.is_empty(),
+                "config error without a field: {}",
+                e.reason
+            );
             assert!(e.reason.len() < 4096, "error of {} bytes", e.reason.len());
         }
     }

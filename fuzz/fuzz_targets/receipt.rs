@@ -9,7 +9,9 @@ use libfuzzer_sys::fuzz_target;
 use prost::Message;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(signed) = Signed::decode(data) else { return };
+    let Ok(signed) = Signed::decode(data) else {
+        return;
+    };
     let keys = [org_node_signer().verifier()];
     let witnesses = [cosigner().verifier()];
     let bare = receipts::verify(&signed, &keys, &[]);
@@ -17,7 +19,10 @@ fuzz_target!(|data: &[u8]| {
     // Asking for a witness can only refuse more: never accept what the bare check refuses.
     if witnessed.is_ok() {
         assert!(bare.is_ok(), "witnessed receipt refused without witnesses");
-        assert!(witnessed.as_ref().unwrap().proven, "a witnessed receipt is proven");
+        assert!(
+            witnessed.as_ref().unwrap().proven,
+            "a witnessed receipt is proven"
+        );
     }
     // The batch path decides exactly as the single one, also next to a second copy.
     let many = receipts::verify_many(&[signed.clone(), signed], &keys, &[]);

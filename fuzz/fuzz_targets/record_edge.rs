@@ -15,14 +15,19 @@ fuzz_target!(|data: &[u8]| {
         Ok(s) if s.payload_type == RECORD_PAYLOAD_TYPE => s.payload.to_vec(),
         _ => data.to_vec(),
     };
-    let Ok(record) = Record::decode(payload.as_slice()) else { return };
+    let Ok(record) = Record::decode(payload.as_slice()) else {
+        return;
+    };
     let id = record_id(RECORD_PAYLOAD_TYPE, &payload);
     match convert::record_from_pb(id, &record) {
         Ok(k) => {
             // What the edge accepts, replay accepts too, to the same kernel record.
             let again = convert::record_from_pb_recorded(id, &record).expect("replay converts");
             assert_eq!(format!("{k:?}"), format!("{again:?}"));
-            assert_eq!(k.author.organisation, record.author.as_ref().unwrap().organisation);
+            assert_eq!(
+                k.author.organisation,
+                record.author.as_ref().unwrap().organisation
+            );
         }
         Err(e) => {
             // A refusal is InvalidArgument naming a field, and never echoes a large input.

@@ -9,7 +9,9 @@ use libfuzzer_sys::fuzz_target;
 use prost::Message;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(signed) = SignedRecord::decode(data) else { return };
+    let Ok(signed) = SignedRecord::decode(data) else {
+        return;
+    };
     let key = party_signer().verifier();
     let mut verified = false;
     for sig in &signed.signatures {

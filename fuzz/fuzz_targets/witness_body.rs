@@ -12,12 +12,21 @@ use libfuzzer_sys::fuzz_target;
 const HELD: u64 = 4;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(req) = AddCheckpoint::parse_http_body(data) else { return };
+    let Ok(req) = AddCheckpoint::parse_http_body(data) else {
+        return;
+    };
     assert!(req.proof.len() <= accord_witness::request::MAX_PROOF_HASHES);
     let body = req.to_http_body();
-    assert_eq!(AddCheckpoint::parse_http_body(body.as_bytes()).expect("re-parses"), req);
-    let Ok(cp) = open_checkpoint(req.checkpoint.as_bytes(), ORIGIN, &[log_signer().verifier()], &[])
-    else {
+    assert_eq!(
+        AddCheckpoint::parse_http_body(body.as_bytes()).expect("re-parses"),
+        req
+    );
+    let Ok(cp) = open_checkpoint(
+        req.checkpoint.as_bytes(),
+        ORIGIN,
+        &[log_signer().verifier()],
+        &[],
+    ) else {
         return;
     };
     let held_root = root_from_leaf_hashes(&leaves(HELD));

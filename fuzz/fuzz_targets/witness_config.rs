@@ -27,7 +27,9 @@ fn base() -> &'static PathBuf {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Err(e) = Config::from_toml(text, base()) {
         let msg = e.to_string();
         assert!(msg.len() < 8192, "error of {} bytes", msg.len());

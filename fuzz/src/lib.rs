@@ -51,7 +51,9 @@ pub fn note_verifiers() -> Vec<Verifier> {
 
 /// The leaf hashes of a tree of `n` leaves `i.to_be_bytes()`.
 pub fn leaves(n: u64) -> Vec<Hash> {
-    (0..n).map(|i| merkle::leaf_hash(&i.to_be_bytes())).collect()
+    (0..n)
+        .map(|i| merkle::leaf_hash(&i.to_be_bytes()))
+        .collect()
 }
 
 /// An in-memory [`merkle::NodeSource`] over leaf hashes (recomputes subtrees; trees are small).

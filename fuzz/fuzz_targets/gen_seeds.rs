@@ -1,10 +1,14 @@
-//! Writes the seed corpora: `gen_seeds <vectors dir> <corpus dir>`.
+//! Writes the seed corpora (`fuzz/seeds.sh` runs it): not a fuzz target but a libFuzzer
+//! binary built with them, so generating seeds costs no second build of the dependencies. On
+//! its first input (run it with `-runs=0`) it reads `ACCORD_VECTORS` (the vectors dir) and
+//! writes seeds under `ACCORD_CORPUS/<target>/`.
 //!
 //! Seeds come from the shared public vectors (signed notes, keys, RFC 6962 and
 //! transparency-dev Merkle probes, read at generation time, never copied into the repository)
 //! and from valid inputs built here with the fixed keys of `accord_fuzz`, so that mutations
 //! start past the signature checks. Config seeds are written by `fuzz/seeds.sh` with
 //! `accord-node init` / `accord-witness init`.
+#![no_main]
 #![forbid(unsafe_code)]
 
 use accord_fuzz::*;
@@ -68,12 +72,20 @@ fn b64_hash(v: &serde_json::Value) -> Option<Hash> {
 /// transparency-dev probes: inclusion (leafIdx, treeSize, leafHash, root, proof) and
 /// consistency (size1, size2, root1, root2, proof), in the merkle target's layout.
 fn transparency_dev(dir: &Path, out: &mut Out) {
-    let Ok(kinds) = std::fs::read_dir(dir) else { return };
+    let Ok(kinds) = std::fs::read_dir(dir) else {
+        return;
+    };
     for kind in kinds.flatten() {
         let mut stack = vec![kind.path()];
         while let Some(p) = stack.pop() {
             if p.is_dir() {
-                stack.extend(std::fs::read_dir(&p).into_iter().flatten().flatten().map(|e| e.path()));
+                stack.extend(
+                    std::fs::read_dir(&p)
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                        .map(|e| e.path()),
+                );
                 continue;
             }
             let Ok(j) = std::fs::read_to_string(&p)
@@ -130,7 +142,11 @@ use accord_proto::note::Signer;
 fn signed_receipt(r: &Receipt) -> Vec<u8> {
     let payload = r.encode_to_vec();
     Signed {
-        signatures: vec![signing::sign(&org_node_signer(), RECEIPT_PAYLOAD_TYPE, &payload)],
+        signatures: vec![signing::sign(
+            &org_node_signer(),
+            RECEIPT_PAYLOAD_TYPE,
+            &payload,
+        )],
         payload: payload.into(),
         payload_type: RECEIPT_PAYLOAD_TYPE.into(),
     }
@@ -162,7 +178,9 @@ fn proven_receipt() -> Vec<u8> {
     let leaf = signing::sign_record(&org_node_signer(), &admission);
     let leaf_bytes = leaf.encode_to_vec();
     let root = merkle::leaf_hash(&leaf_bytes);
-    let body = Checkpoint::new(ORG_ORIGIN, 1, root).to_body().expect("body");
+    let body = Checkpoint::new(ORG_ORIGIN, 1, root)
+        .to_body()
+        .expect("body");
     let mut note = accord_proto::Note::new(&body).expect("note");
     note.sign(&org_node_signer()).expect("sign");
     note.add_signature(cosigner().cosign(&body, 1_700_000_000).expect("cosign"))
@@ -186,13 +204,16 @@ fn proven_receipt() -> Vec<u8> {
     })
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let [_, vectors, corpus] = &args[..] else {
-        eprintln!("usage: gen_seeds <vectors dir> <corpus dir>");
-        std::process::exit(2);
-    };
-    let vectors = Path::new(vectors);
+libfuzzer_sys::fuzz_target!(|_data: &[u8]| {
+    static DONE: std::sync::Once = std::sync::Once::new();
+    DONE.call_once(|| {
+        let vectors = std::env::var("ACCORD_VECTORS").expect("ACCORD_VECTORS: the vectors dir");
+        let corpus = std::env::var("ACCORD_CORPUS").expect("ACCORD_CORPUS: the output dir");
+        generate(Path::new(&vectors), &corpus);
+    });
+});
+
+fn generate(vectors: &Path, corpus: &str) {
     let mut out = Out {
         root: PathBuf::from(corpus),
         n: 0,
@@ -218,7 +239,12 @@ fn main() {
 
     // Notes, keys and checkpoints made here, which verify under the targets' fixed keys.
     let (log, cos) = (log_signer(), cosigner());
-    for k in [log.to_skey(), log.verifier().to_vkey(), cos.to_skey(), cos.verifier().to_vkey()] {
+    for k in [
+        log.to_skey(),
+        log.verifier().to_vkey(),
+        cos.to_skey(),
+        cos.verifier().to_vkey(),
+    ] {
         out.put("keys", k);
     }
     for size in [0u64, 1, 4, 7, 8, 64] {
@@ -245,7 +271,13 @@ fn main() {
 
     // RFC 6962 / transparency-dev Merkle probes, and proofs over our own trees.
     transparency_dev(&vectors.join("transparency-dev-merkle"), &mut out);
-    for (a, b, mode) in [(0u64, 1u64, 0u8), (3, 8, 0x10), (5, 7, 0x21), (6, 70, 2), (1, 64, 1)] {
+    for (a, b, mode) in [
+        (0u64, 1u64, 0u8),
+        (3, 8, 0x10),
+        (5, 7, 0x21),
+        (6, 70, 2),
+        (1, 64, 1),
+    ] {
         let all = leaves(8);
         let mut hs = vec![all[0], merkle::root_from_leaf_hashes(&all)];
         hs.extend(merkle::inclusion_proof(&Leaves(&all), 0, 8).expect("proof"));
@@ -259,7 +291,10 @@ fn main() {
     out.put("record_edge", sample_record("c-2").encode_to_vec());
     let by_node = signing::sign_record(&org_node_signer(), &sample_record("c-3"));
     out.put("signed_record", by_node.encode_to_vec());
-    out.put("envelope", envelope(vec![signed.clone(), by_node.clone()], &org_node_signer()));
+    out.put(
+        "envelope",
+        envelope(vec![signed.clone(), by_node.clone()], &org_node_signer()),
+    );
     out.put("envelope", envelope(vec![signed.clone()], &party_signer()));
     out.put("envelope", envelope(vec![], &org_node_signer()));
     out.put(
