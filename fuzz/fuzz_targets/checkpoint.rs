@@ -2,7 +2,7 @@
 //! and a witness key, verify each cosignature.
 #![no_main]
 
-use accord_fuzz::{ORIGIN, cosigner, log_signer};
+use accord_fuzz::{ORIGIN, cosigner_verifier, log_verifier};
 use accord_proto::checkpoint::{Checkpoint, open_checkpoint, verify_cosignature};
 use accord_proto::note::Note;
 use libfuzzer_sys::fuzz_target;
@@ -14,8 +14,8 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(Checkpoint::parse(&text).expect("re-parses"), cp);
         }
     }
-    let log = [log_signer().verifier()];
-    let wit = cosigner().verifier();
+    let log = [log_verifier()];
+    let wit = cosigner_verifier();
     let opened = open_checkpoint(data, ORIGIN, &log, std::slice::from_ref(&wit));
     let Ok(note) = Note::parse(data) else {
         assert!(opened.is_err(), "a note that does not parse cannot open");

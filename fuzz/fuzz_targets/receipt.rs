@@ -2,18 +2,20 @@
 //! does: the receiver's signature, the admission leaf, the checkpoint and the inclusion proof.
 #![no_main]
 
-use accord_fuzz::{cosigner, org_node_signer};
+use accord_fuzz::{cosigner_verifier, org_node_signer};
 use accord_node::federation::receipts;
 use accord_proto::pb::federation::v1::Signed;
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
+use std::sync::OnceLock;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(signed) = Signed::decode(data) else {
         return;
     };
-    let keys = [org_node_signer().verifier()];
-    let witnesses = [cosigner().verifier()];
+    static KEY: OnceLock<accord_proto::note::Verifier> = OnceLock::new();
+    let keys = [KEY.get_or_init(|| org_node_signer().verifier()).clone()];
+    let witnesses = [cosigner_verifier()];
     let bare = receipts::verify(&signed, &keys, &[]);
     let witnessed = receipts::verify(&signed, &keys, &witnesses);
     // Asking for a witness can only refuse more: never accept what the bare check refuses.

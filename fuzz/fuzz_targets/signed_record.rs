@@ -12,11 +12,12 @@ fuzz_target!(|data: &[u8]| {
     let Ok(signed) = SignedRecord::decode(data) else {
         return;
     };
-    let key = party_signer().verifier();
+    static KEY: std::sync::OnceLock<accord_proto::note::Verifier> = std::sync::OnceLock::new();
+    let key = KEY.get_or_init(|| party_signer().verifier());
     let mut verified = false;
     for sig in &signed.signatures {
         let _ = signing::signature_key(sig);
-        if signing::verify(&key, &signed.payload_type, &signed.payload, sig).is_ok() {
+        if signing::verify(key, &signed.payload_type, &signed.payload, sig).is_ok() {
             verified = true;
         }
     }

@@ -3,7 +3,7 @@
 //! the consistency proof leads from the size it holds (4 leaves) to the new size.
 #![no_main]
 
-use accord_fuzz::{ORIGIN, leaves, log_signer};
+use accord_fuzz::{ORIGIN, leaves, log_verifier};
 use accord_proto::checkpoint::open_checkpoint;
 use accord_proto::merkle::{root_from_leaf_hashes, verify_consistency};
 use accord_witness::AddCheckpoint;
@@ -21,12 +21,7 @@ fuzz_target!(|data: &[u8]| {
         AddCheckpoint::parse_http_body(body.as_bytes()).expect("re-parses"),
         req
     );
-    let Ok(cp) = open_checkpoint(
-        req.checkpoint.as_bytes(),
-        ORIGIN,
-        &[log_signer().verifier()],
-        &[],
-    ) else {
+    let Ok(cp) = open_checkpoint(req.checkpoint.as_bytes(), ORIGIN, &[log_verifier()], &[]) else {
         return;
     };
     let held_root = root_from_leaf_hashes(&leaves(HELD));

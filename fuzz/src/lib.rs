@@ -44,9 +44,22 @@ pub fn party_signer() -> Signer {
     Signer::from_signing_key(&format!("{ORG}/alice"), key(4)).expect("valid key name")
 }
 
-/// The verifiers the note and checkpoint targets check against.
+/// The verifiers the note and checkpoint targets check against (made once per process: key
+/// derivation would otherwise dominate each execution).
 pub fn note_verifiers() -> Vec<Verifier> {
-    vec![log_signer().verifier(), cosigner().verifier()]
+    static V: std::sync::OnceLock<Vec<Verifier>> = std::sync::OnceLock::new();
+    V.get_or_init(|| vec![log_signer().verifier(), cosigner().verifier()])
+        .clone()
+}
+
+/// The log's verifier, made once per process.
+pub fn log_verifier() -> Verifier {
+    note_verifiers()[0].clone()
+}
+
+/// The witness's verifier, made once per process.
+pub fn cosigner_verifier() -> Verifier {
+    note_verifiers()[1].clone()
 }
 
 /// The leaf hashes of a tree of `n` leaves `i.to_be_bytes()`.
