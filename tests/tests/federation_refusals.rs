@@ -102,16 +102,26 @@ async fn forged_unknown_wrong_identity_and_unauthorized_are_refused_or_rejected(
     let e = stranger
         .await
         .expect_err("a stranger's certificate must be refused");
-    // Refused by TLS (an alert about its certificate), not by the service: no reason code.
-    if let Some(s) = e.downcast_ref::<tonic::Status>() {
-        assert!(s.metadata().get("accord-reason").is_none(), "{s:?}");
-        assert_ne!(s.code(), tonic::Code::Unauthenticated, "{s:?}");
+    // Refused by the connection (globex's handshake rejects the certificate and closes it),
+    // never by the service: a transport failure, no reason code, not the gate's refusal.
+    // (The connect itself may fail instead, depending on when the alert arrives.)
+    match e.downcast_ref::<tonic::Status>() {
+        Some(s) => {
+            assert!(s.metadata().get("accord-reason").is_none(), "{s:?}");
+            assert!(
+                matches!(
+                    s.code(),
+                    tonic::Code::Cancelled | tonic::Code::Unavailable | tonic::Code::Unknown
+                ),
+                "{s:?}"
+            );
+        }
+        None => assert!(
+            e.downcast_ref::<tonic::transport::Error>().is_some(),
+            "not a connection failure: {e:?}"
+        ),
     }
-    let chain = format!("{e:?}");
-    assert!(
-        chain.contains("alert") || chain.contains("Certificate") || chain.contains("certificate"),
-        "not a TLS refusal: {chain}"
-    );
+    assert!(format!("{e:?}").contains("transport"), "{e:?}");
 
     // None of it reached the ledger.
     let before = ledger(&b).await.len();
