@@ -15,6 +15,10 @@
 # status is non-zero when any target crashed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+  echo "fuzz.sh: needs the nightly toolchain and cargo-fuzz (cargo install cargo-fuzz)" >&2
+  exit 1
+fi
 secs=${1:-60}
 shift || true
 cd fuzz
