@@ -138,15 +138,16 @@ async fn watcher(
 ) {
     let mut last = None;
     while let Ok(r) = l.get_checkpoint(logpb::GetCheckpointRequest {}).await {
-        if let Some(cp) = r.into_inner().latest {
-            if last != Some(cp.size) {
-                let opened = open_checkpoint(cp.note.as_bytes(), &origin, &[node_key.clone()], &[])
-                    .expect("the node's checkpoint verifies with its key");
-                let c = opened.checkpoint;
-                assert_eq!((c.size, c.root.to_vec()), (cp.size, cp.root.to_vec()));
-                seen.lock().unwrap().push((c.size, c.root));
-                last = Some(cp.size);
-            }
+        if let Some(cp) = r.into_inner().latest
+            && last != Some(cp.size)
+        {
+            let keys = std::slice::from_ref(&node_key);
+            let opened = open_checkpoint(cp.note.as_bytes(), &origin, keys, &[])
+                .expect("the node's checkpoint verifies with its key");
+            let c = opened.checkpoint;
+            assert_eq!((c.size, c.root.to_vec()), (cp.size, cp.root.to_vec()));
+            seen.lock().unwrap().push((c.size, c.root));
+            last = Some(cp.size);
         }
         // A poll interval, not a readiness wait: the watcher samples what clients can see.
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -229,7 +230,7 @@ async fn check_node(
     let opened = open_checkpoint(
         latest.note.as_bytes(),
         &node.origin(),
-        &[node_key.clone()],
+        std::slice::from_ref(node_key),
         &[],
     )
     .expect("the checkpoint after restart verifies");
