@@ -15,20 +15,18 @@ const PETER_SKEY: &str =
 const PETER_VKEY: &str = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW";
 
 /// The Go test vectors, read from `signed-note.txt`: (skey, vkey, text, signed note).
-fn go_vectors() -> Option<(String, String, String, String)> {
-    let f = common::vector_file("signed-note.txt")?;
+fn go_vectors() -> (String, String, String, String) {
+    let f = common::vector_file("signed-note.txt");
     let skey = common::line_starting(&f, "PRIVATE+KEY+PeterNeumann+").to_owned();
     let vkey = common::line_starting(&f, "PeterNeumann+").to_owned();
     let signed = common::block(&f, 0);
     let text = signed.split_once("\n\n").unwrap().0.to_owned() + "\n";
-    Some((skey, vkey, text, signed))
+    (skey, vkey, text, signed)
 }
 
 #[test]
 fn go_key_signs_the_published_note_exactly() {
-    let Some((skey, vkey, text, signed)) = go_vectors() else {
-        return;
-    };
+    let (skey, vkey, text, signed) = go_vectors();
     assert_eq!(skey, PETER_SKEY);
     let signer = Signer::from_skey(&skey).unwrap();
     assert_eq!(signer.name(), "PeterNeumann");
@@ -47,10 +45,8 @@ fn go_key_signs_the_published_note_exactly() {
 
 #[test]
 fn go_vkeys_parse_and_verify() {
-    let Some((_, vkey, text, signed)) = go_vectors() else {
-        return;
-    };
-    let f = common::vector_file("signed-note.txt").unwrap();
+    let (_, vkey, text, signed) = go_vectors();
+    let f = common::vector_file("signed-note.txt");
     let peter = Verifier::from_vkey(&vkey).unwrap();
     assert_eq!(peter.kind(), KeyKind::Ed25519);
     assert_eq!(peter.name(), "PeterNeumann");
@@ -329,9 +325,7 @@ fn cosigner_keys_use_type_0x04() {
 
 #[test]
 fn published_cosigner_vkey_parses() {
-    let Some(f) = common::vector_file("signed-note.txt") else {
-        return;
-    };
+    let f = common::vector_file("signed-note.txt");
     let vkey = common::word_after(&f, "cosigner vkey (type 0x04): ");
     let v = Verifier::from_vkey(vkey).unwrap();
     assert_eq!(v.kind(), KeyKind::CosignatureV1);
@@ -356,8 +350,18 @@ proptest! {
 
     #[test]
     fn arbitrary_key_text_never_panics(text in "\\PC{0,120}") {
-        let _ = Verifier::from_vkey(&text);
-        let _ = Signer::from_skey(&text);
-        let _ = Cosigner::from_skey(&text);
+        // Random text is no key: each parser answers with a malformed-key error.
+        let malformed = |e: accord_proto::Error| {
+            matches!(
+                e,
+                accord_proto::Error::MalformedKey { .. }
+                    | accord_proto::Error::KeyIdMismatch { .. }
+                    | accord_proto::Error::InvalidKeyName { .. }
+                    | accord_proto::Error::UnsupportedKeyType { .. }
+            )
+        };
+        prop_assert!(malformed(Verifier::from_vkey(&text).unwrap_err()));
+        prop_assert!(malformed(Signer::from_skey(&text).unwrap_err()));
+        prop_assert!(malformed(Cosigner::from_skey(&text).unwrap_err()));
     }
 }

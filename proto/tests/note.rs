@@ -16,11 +16,11 @@ struct Go {
     enoch: Verifier,
 }
 
-fn go() -> Option<Go> {
-    let f = common::vector_file("signed-note.txt")?;
+fn go() -> Go {
+    let f = common::vector_file("signed-note.txt");
     let signed = common::block(&f, 0);
     let (text, sigs) = signed.split_once("\n\n").unwrap();
-    Some(Go {
+    Go {
         text: format!("{text}\n"),
         peter_line: sigs.to_owned(),
         enoch_line: format!(
@@ -29,12 +29,12 @@ fn go() -> Option<Go> {
         ),
         peter: Verifier::from_vkey(common::line_starting(&f, "PeterNeumann+")).unwrap(),
         enoch: Verifier::from_vkey(common::line_after(&f, "second key (verify-only): ")).unwrap(),
-    })
+    }
 }
 
 #[test]
 fn published_notes_open() {
-    let Some(g) = go() else { return };
+    let g = go();
     let msg = format!("{}\n{}", g.text, g.peter_line);
     let opened = note::open(msg.as_bytes(), std::slice::from_ref(&g.peter)).unwrap();
     assert_eq!(opened.text, g.text);
@@ -46,7 +46,7 @@ fn published_notes_open() {
     assert_eq!(Note::parse(msg.as_bytes()).unwrap().to_string(), msg);
 
     // The C2SP spec's example.
-    let f = common::vector_file("signed-note.txt").unwrap();
+    let f = common::vector_file("signed-note.txt");
     let example = Verifier::from_vkey(common::line_after(&f, "vkey: ")).unwrap();
     let opened = note::open(common::block(&f, 1).as_bytes(), &[example]).unwrap();
     assert_eq!(opened.text, "This is an example message.\n");
@@ -54,7 +54,7 @@ fn published_notes_open() {
 
 #[test]
 fn known_and_unknown_signatures() {
-    let Some(g) = go() else { return };
+    let g = go();
     let both = format!("{}\n{}{}", g.text, g.peter_line, g.enoch_line);
     let all = [g.peter.clone(), g.enoch.clone()];
     let opened = note::open(both.as_bytes(), &all).unwrap();
@@ -97,7 +97,7 @@ fn known_and_unknown_signatures() {
 
 #[test]
 fn go_open_negative_cases() {
-    let Some(g) = go() else { return };
+    let g = go();
     let known = [g.peter.clone(), g.enoch.clone()];
     let malformed = |msg: &[u8]| {
         let r = note::open(msg, &known);
@@ -215,9 +215,20 @@ proptest! {
 
     #[test]
     fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300), s in "\\PC{0,200}") {
-        let _ = Note::parse(&bytes);
-        let _ = Note::parse(s.as_bytes());
-        let _ = note::open(s.as_bytes(), &[]);
-        let _ = NoteSignature::parse_line(&s);
+        // Random bytes and single lines are no signed notes: each is refused as malformed.
+        let malformed = |r: Result<Note, accord_proto::Error>| {
+            matches!(r, Err(accord_proto::Error::MalformedNote { .. }))
+        };
+        prop_assert!(malformed(Note::parse(&bytes)));
+        prop_assert!(malformed(Note::parse(s.as_bytes())));
+        prop_assert!(matches!(
+            note::open(s.as_bytes(), &[]),
+            Err(accord_proto::Error::MalformedNote { .. })
+        ), "not refused as a malformed note");
+        // Only a line starting with the em dash can be a signature line.
+        prop_assert!(matches!(
+            NoteSignature::parse_line(&s),
+            Err(accord_proto::Error::MalformedNote { .. })
+        ) || s.starts_with('\u{2014}'), "a line without the em dash parsed");
     }
 }

@@ -28,8 +28,12 @@ pub fn bin_dir() -> PathBuf {
     }
 }
 
-/// Path of a workspace binary; builds are done by `scripts/test.sh` before the tests run.
+/// Path of a workspace binary, built from the current sources: `scripts/test.sh` builds them
+/// before the tests run, and a plain `cargo test` rebuilds them here once per test process
+/// when any is missing or older than a source file ([`ensure_fresh_bins`]), so an end-to-end
+/// test never runs a stale binary.
 pub fn bin(name: &str) -> PathBuf {
+    ensure_fresh_bins();
     let p = bin_dir().join(name);
     assert!(
         p.exists(),
@@ -37,6 +41,86 @@ pub fn bin(name: &str) -> PathBuf {
         p.display()
     );
     p
+}
+
+/// The binaries the end-to-end tests spawn.
+const BINS: [&str; 3] = ["accord-node", "accord-witness", "accordctl"];
+
+/// The newest modification time among the sources the binaries are built from: `.rs` and
+/// `.proto` files of `proto/`, `node/`, `witness/` and `tools/` outside their `tests/` dirs.
+fn newest_source() -> std::time::SystemTime {
+    fn walk(dir: &Path, newest: &mut std::time::SystemTime) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if !matches!(
+                    e.file_name().to_str(),
+                    Some("target" | "tests" | "benches" | "examples")
+                ) {
+                    walk(&p, newest);
+                }
+            } else if p.extension().is_some_and(|x| x == "rs" || x == "proto")
+                && let Ok(m) = e.metadata().and_then(|m| m.modified())
+            {
+                *newest = (*newest).max(m);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut newest = std::time::SystemTime::UNIX_EPOCH;
+    for d in ["proto", "node", "witness", "tools"] {
+        walk(&root.join(d), &mut newest);
+    }
+    newest
+}
+
+/// The binaries that are missing or older than the newest source.
+fn stale_bins() -> Vec<&'static str> {
+    let newest = newest_source();
+    BINS.iter()
+        .filter(|b| {
+            std::fs::metadata(bin_dir().join(b))
+                .and_then(|m| m.modified())
+                .map_or(true, |t| t < newest)
+        })
+        .copied()
+        .collect()
+}
+
+/// Makes sure the binaries the tests spawn were built from the current sources: if any is
+/// missing or older than a source file, runs `cargo build` for them (in the profile of this
+/// test executable) once per test process; cargo's fingerprints then decide what to rebuild.
+/// Fails the test when the build fails.
+pub fn ensure_fresh_bins() {
+    static FRESH: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let r = FRESH.get_or_init(|| {
+        if stale_bins().is_empty() {
+            return Ok(());
+        }
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+            // Exactly scripts/test.sh's build, so features resolve the same and nothing is
+            // rebuilt twice.
+            .args(["build", "--workspace", "--bins"]);
+        if bin_dir().ends_with("release") {
+            cmd.arg("--release");
+        }
+        let st = cmd
+            .status()
+            .map_err(|e| format!("cannot run cargo build: {e}"))?;
+        if st.success() {
+            Ok(())
+        } else {
+            Err(format!("cargo build of the test binaries failed: {st}"))
+        }
+    });
+    if let Err(e) = r {
+        panic!("{e}");
+    }
 }
 
 /// Reads the first stdout line (`listening ...`) of a child, with a timeout.
@@ -234,6 +318,29 @@ impl TestNode {
         Ok(())
     }
 
+    /// Restarts the process on a new ephemeral port (`127.0.0.1:0` again), for restarts that
+    /// no peer needs to find at the old address: re-binding the old port can race with another
+    /// test's listener taking it meanwhile.
+    pub async fn respawn_on_new_port(&mut self) -> Result<()> {
+        self.kill9();
+        self.addr = "127.0.0.1:0".parse()?;
+        self.edit_config(|t| {
+            *t = t
+                .lines()
+                .map(|l| {
+                    if l.starts_with("listen = ") {
+                        "listen = \"127.0.0.1:0\"".to_string()
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+                + "\n";
+        })?;
+        self.spawn().await
+    }
+
     /// Edits the config file (e.g. between `init` and `spawn`, or before a restart).
     pub fn edit_config(&self, f: impl FnOnce(&mut String)) -> Result<()> {
         let cfg = self.dir.join("accord.toml");
@@ -423,6 +530,34 @@ impl TestWitness {
         self.child = Some(child);
         wait_serving(self.channel().await?).await?;
         Ok(())
+    }
+
+    /// Restarts the process on new ephemeral ports (for restarts no node needs to find at the
+    /// old addresses).
+    pub async fn respawn_on_new_ports(&mut self) -> Result<()> {
+        self.kill9();
+        self.grpc = "127.0.0.1:0".parse()?;
+        self.http = "127.0.0.1:0".parse()?;
+        let cfg = self.dir.join("witness.toml");
+        let text = std::fs::read_to_string(&cfg)?;
+        let text = text
+            .lines()
+            .map(|l| {
+                if l.starts_with("listen = ") {
+                    "listen = \"127.0.0.1:0\"".to_string()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(&cfg, text + "\n")?;
+        self.spawn().await
+    }
+
+    /// The witness process's id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// A TLS channel to the witness's gRPC listener.

@@ -25,7 +25,7 @@ async fn witness(lines: &str) -> TestWitness {
     let text = std::fs::read_to_string(&cfg).unwrap();
     let text = text.replacen("[http]\n", &format!("[http]\n{lines}\n"), 1);
     std::fs::write(&cfg, text).unwrap();
-    w.spawn().await.unwrap();
+    w.respawn_on_new_ports().await.unwrap();
     w
 }
 

@@ -61,19 +61,29 @@ async fn receiver_killed_mid_stream_loses_nothing_it_acknowledged() {
     b.kill9();
     submitter.await.unwrap();
 
-    // What globex acknowledged before it died: every record acme holds a receipt for.
+    // What globex acknowledged before it died: every record acme holds a receipt for. Each
+    // receipt says `federated` (envelope recorded) or `admitted`, nothing else, for these
+    // well-formed records; `admitted` ones are counted apart.
     let mut acknowledged = Vec::new();
-    for id in &ids {
-        if durability(&a, id)
-            .await
-            .peers
-            .iter()
-            .any(|p| p.peer == "globex")
-        {
-            acknowledged.push(*id);
+    let mut admitted = 0;
+    for (i, id) in ids.iter().enumerate() {
+        let d = durability(&a, id).await;
+        if let Some(p) = d.peers.iter().find(|p| p.peer == "globex") {
+            assert!(
+                matches!(p.durability(), Durability::Federated | Durability::Admitted),
+                "k-{i}: receipt at {:?} ({})",
+                p.durability(),
+                p.code
+            );
+            admitted += usize::from(p.durability() == Durability::Admitted);
+            acknowledged.push((i, *id));
         }
     }
     assert!(!acknowledged.is_empty());
+    assert!(
+        admitted > 0,
+        "some admissions were acknowledged before the kill"
+    );
     assert!(acknowledged.len() < ids.len(), "killed mid-stream");
     // Hold acme's deliveries back while globex restarts, to look at what it kept on its own.
     let mut aadm = a.admin().await.unwrap();
@@ -85,12 +95,31 @@ async fn receiver_killed_mid_stream_loses_nothing_it_acknowledged() {
     .unwrap();
     b.spawn().await.unwrap();
     let mut bw = work(&b).await;
-    for id in &acknowledged {
-        bw.get_record(work::GetRecordRequest {
-            record_id: id.to_vec().into(),
-        })
-        .await
-        .unwrap_or_else(|e| panic!("acknowledged record {} lost: {e}", hex::encode(id)));
+    for (i, id) in &acknowledged {
+        // Recorded, applied by the kernel, and its commitment derived — on globex's own, with
+        // acme's deliveries held back.
+        let e = bw
+            .get_record(work::GetRecordRequest {
+                record_id: id.to_vec().into(),
+            })
+            .await
+            .unwrap_or_else(|e| panic!("acknowledged record {} lost: {e}", hex::encode(id)))
+            .into_inner()
+            .entry
+            .expect("entry");
+        assert!(
+            e.outcome.as_ref().is_some_and(|o| o.applied),
+            "k-{i} recorded but not applied: {:?}",
+            e.outcome
+        );
+        let c = bw
+            .get_commitment(work::GetCommitmentRequest {
+                commitment_id: format!("k-{i}"),
+            })
+            .await
+            .unwrap_or_else(|e| panic!("k-{i} has no derived state after restart: {e}"))
+            .into_inner();
+        assert_eq!(c.state, "requested", "k-{i}");
     }
 
     // acme's retries complete the rest.

@@ -30,6 +30,7 @@ async fn peer_down_then_back_delivers_every_record_once_in_order() {
 
     // Three records per commitment (request, defer, resume naming the defer), five commitments.
     let alice = signer(&a, "alice");
+    let started = std::time::Instant::now();
     let mut order: Vec<[u8; 32]> = Vec::new();
     for i in 0..5 {
         let c = format!("out-{i}");
@@ -59,7 +60,14 @@ async fn peer_down_then_back_delivers_every_record_once_in_order() {
     .await
     .expect("the breaker opens while globex is down");
     assert_eq!(h.queue_depth, 15);
-    assert!(h.oldest_queued_age_ms >= 0);
+    // The oldest item has waited through several failed attempts, and not longer than this
+    // test has been submitting (a signed field: a bogus clock difference would show here).
+    let waited = i64::try_from(started.elapsed().as_millis()).unwrap();
+    assert!(
+        h.oldest_queued_age_ms > 0 && h.oldest_queued_age_ms <= waited,
+        "oldest queued age {} ms, {waited} ms since the first submit",
+        h.oldest_queued_age_ms
+    );
     assert!(!h.last_error.is_empty());
     assert_eq!(h.last_success_unix_ms, 0);
     // Nothing is federated yet.

@@ -82,7 +82,13 @@ async fn forged_unknown_wrong_identity_and_unauthorized_are_refused_or_rejected(
     let e = as_c.deliver(env).await.unwrap_err();
     assert_eq!(reason(&e), "wrong_tls_identity", "{e}");
 
-    // A certificate no peer's CA issued does not get past the TLS handshake.
+    // A certificate no peer's CA issued does not get past the TLS handshake. umbrella's TLS
+    // identity is real (a certificate and its key on disk), so what refuses it below is globex's
+    // handshake, not a missing file.
+    let cert = std::fs::read_to_string(d.dir.join("tls/node.pem")).expect("umbrella's certificate");
+    let key = std::fs::read_to_string(d.dir.join("tls/node.key")).expect("umbrella's key");
+    assert!(cert.starts_with("-----BEGIN CERTIFICATE-----"), "{cert}");
+    assert!(key.contains("PRIVATE KEY"));
     let stranger = async {
         let ch = d.peer_channel(&b).await?;
         let mut cl = accord_proto::pb::federation::v1::federation_service_client::FederationServiceClient::new(ch);
@@ -93,10 +99,29 @@ async fn forged_unknown_wrong_identity_and_unauthorized_are_refused_or_rejected(
         .await?;
         anyhow::Ok(())
     };
-    assert!(
-        stranger.await.is_err(),
-        "a stranger's certificate must be refused"
-    );
+    let e = stranger
+        .await
+        .expect_err("a stranger's certificate must be refused");
+    // Refused by the connection (globex's handshake rejects the certificate and closes it),
+    // never by the service: a transport failure, no reason code, not the gate's refusal.
+    // (The connect itself may fail instead, depending on when the alert arrives.)
+    match e.downcast_ref::<tonic::Status>() {
+        Some(s) => {
+            assert!(s.metadata().get("accord-reason").is_none(), "{s:?}");
+            assert!(
+                matches!(
+                    s.code(),
+                    tonic::Code::Cancelled | tonic::Code::Unavailable | tonic::Code::Unknown
+                ),
+                "{s:?}"
+            );
+        }
+        None => assert!(
+            e.downcast_ref::<tonic::transport::Error>().is_some(),
+            "not a connection failure: {e:?}"
+        ),
+    }
+    assert!(format!("{e:?}").contains("transport"), "{e:?}");
 
     // None of it reached the ledger.
     let before = ledger(&b).await.len();
@@ -229,9 +254,13 @@ fn alice_sig(alice: &Signer) -> Vec<accord_proto::pb::record::v1::Signature> {
 }
 
 /// Peers managed at run time: a key rotated with an overlap stays valid until the overlap ends;
-/// a disabled peer is refused (`peer_disabled`), a removed one is unknown (`unknown_peer`; with
-/// no peer left the listener no longer asks for client certificates at all). The receiver runs
-/// on a driven clock: the overlap ends when the test moves the clock past it, not after a wait.
+/// a disabled peer is refused (`peer_disabled`); a removed one is no peer at all: with no peer
+/// left the listener no longer asks for client certificates, so its call is refused at the gate
+/// (UNAUTHENTICATED `wrong_tls_identity`). `unknown_peer` — an envelope naming an organisation
+/// that is no peer — is asserted in
+/// `forged_unknown_wrong_identity_and_unauthorized_are_refused_or_rejected` above. The receiver
+/// runs on a driven clock: the overlap ends when the test moves the clock past it, not after a
+/// wait.
 #[tokio::test(flavor = "multi_thread")]
 async fn rotated_disabled_and_removed_peers() {
     let (clock, manual) = accord_node::clock::Clock::manual(wall_now_ms());
@@ -320,8 +349,14 @@ async fn rotated_disabled_and_removed_peers() {
         p.deliver(p.envelope_by(&new_key, "acme", "globex", vec![rec("k-5")], 5))
             .await
     };
+    // With no peer left, the listener no longer asks for a client certificate: the removed
+    // peer's call reaches the gate without one and is refused there, before its body is read.
     let e = fresh.await.unwrap_err();
-    assert_ne!(e.code(), tonic::Code::Ok);
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (tonic::Code::Unauthenticated, "wrong_tls_identity"),
+        "{e}"
+    );
     let e = adm
         .get_peer_health(b.admin_request(admin::GetPeerHealthRequest {
             name: "acme".into(),

@@ -237,20 +237,45 @@ async fn acknowledged_records_survive_kill_9() {
         }));
     }
     for t in tasks {
-        acked.push(t.await.unwrap().unwrap().into_inner());
+        let a = t.await.unwrap().unwrap().into_inner();
+        // Acknowledged means recorded (synced) and decided by the kernel: applied.
+        assert!(
+            matches!(
+                a.durability(),
+                work::Durability::Recorded
+                    | work::Durability::Included
+                    | work::Durability::Witnessed
+            ),
+            "{a:?}"
+        );
+        assert!(a.outcome.as_ref().is_some_and(|o| o.applied), "{a:?}");
+        acked.push(a);
     }
     node.kill9();
-    node.spawn().await.unwrap();
+    // A new port: nothing needs the old address, and re-binding it could race another test.
+    node.respawn_on_new_port().await.unwrap();
     c = node.work().await.unwrap();
-    for a in &acked {
+    for (i, a) in acked.iter().enumerate() {
         let e = c
             .get_record(work::GetRecordRequest {
                 record_id: a.record_id.clone(),
             })
             .await
             .unwrap()
+            .into_inner()
+            .entry
+            .unwrap();
+        assert_eq!(e.sequence, a.sequence);
+        assert!(e.outcome.unwrap().applied);
+        // The replayed kernel derived the commitment the record opened.
+        let cm = c
+            .get_commitment(work::GetCommitmentRequest {
+                commitment_id: format!("k-{i}"),
+            })
+            .await
+            .unwrap()
             .into_inner();
-        assert_eq!(e.entry.unwrap().sequence, a.sequence);
+        assert_eq!(cm.state, "requested", "k-{i}");
     }
     // And the ledger continues after the recovered end.
     let s = signing::sign_record(&alice, &request("acme", "alice", "after", 200));

@@ -162,7 +162,8 @@ async fn node_and_two_witnesses_reach_witnessed() {
     // A restarted node resumes checkpointing where it stopped.
     let size_before = cp.size;
     assert!(node.terminate().unwrap());
-    node.spawn().await.unwrap();
+    // The witnesses never call the node: a new port avoids re-binding the old one.
+    node.respawn_on_new_port().await.unwrap();
     let mut c = node.work().await.unwrap();
     let mut log = LogServiceClient::new(node.channel().await.unwrap());
     let after_restart = log

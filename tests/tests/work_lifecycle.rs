@@ -239,7 +239,7 @@ async fn full_lifecycle_over_grpc() {
 
     // Records are the truth: after kill -9 the replay derives the same state and history.
     node.kill9();
-    node.spawn().await.unwrap();
+    node.respawn_on_new_port().await.unwrap();
     let mut c = node.work().await.unwrap();
     assert_eq!(state(&mut c).await, before);
 }

@@ -7,10 +7,13 @@ use std::sync::Arc;
 use accord_proto::checkpoint::Cosigner;
 use accord_proto::merkle::Hash;
 use accord_proto::pb::witness::v1 as pb;
-use accord_witness::{Error, Limits, LogConfig, ManualClock, Witness, WitnessOptions};
+use accord_witness::{Clock, Error, Limits, LogConfig, ManualClock, Witness, WitnessOptions};
 use pb::witness_service_client::WitnessServiceClient;
 
-use crate::common::{TestLog, TestWitness};
+use accord_proto::checkpoint::{Checkpoint, verify_cosignature};
+use accord_proto::note::NoteSignature;
+
+use crate::common::{TestLog, TestWitness, assert_cosigned};
 
 /// Every (size, root) co-signed so far; panics on a second root for a size.
 #[derive(Default)]
@@ -150,11 +153,30 @@ async fn racing_requests_over_grpc_cosign_one_root_per_size() {
         let mut winners = Vec::new();
         for (i, t) in tasks.into_iter().enumerate() {
             match t.await.unwrap() {
-                Ok(_) => {
-                    ledger.record(all[i].tree.size(), all[i].tree.root());
+                Ok(resp) => {
+                    // What was co-signed is what the answer proves, not what this client sent:
+                    // the returned line must verify with the witness key over the contender's
+                    // checkpoint body, at the witness's clock.
+                    let lines = resp.into_inner().cosignatures;
+                    assert_cosigned(&w.verifier, &all[i], &lines, w.clock.now());
+                    let sig = NoteSignature::parse_line(lines.trim_end()).unwrap();
+                    let body = all[i].checkpoint().to_body().unwrap();
+                    verify_cosignature(&w.verifier, &body, &sig).unwrap();
+                    let cosigned = Checkpoint::parse(&body).unwrap();
+                    ledger.record(cosigned.size, cosigned.root);
                     winners.push(i);
                 }
-                Err(s) => assert_eq!(s.code(), tonic::Code::Aborted, "{s:?}"),
+                Err(s) => {
+                    // A loser is told the size moved (C2SP 409 → ABORTED) and to what: a size
+                    // beyond the one it claimed.
+                    assert_eq!(s.code(), tonic::Code::Aborted, "{s:?}");
+                    let now_held: u64 = s
+                        .metadata()
+                        .get(accord_witness::error::TLOG_SIZE_METADATA)
+                        .and_then(|v| v.to_str().ok()?.parse().ok())
+                        .unwrap_or_else(|| panic!("no held size in {s:?}"));
+                    assert!(now_held > held, "held {now_held} after {held}");
+                }
             }
         }
         assert_eq!(winners.len(), 1, "round {round}");
