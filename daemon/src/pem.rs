@@ -56,7 +56,10 @@ mod tests {
         // A key file is not a certificate file, and the reverse; a missing file is an I/O error.
         let e = load_certs(&key).unwrap_err();
         assert!(matches!(e, Error::Pem { .. }), "{e}");
-        assert!(e.to_string().contains("key.pem: no certificate found"), "{e}");
+        assert!(
+            e.to_string().contains("key.pem: no certificate found"),
+            "{e}"
+        );
         let e = load_key(&chain).unwrap_err();
         assert!(e.to_string().contains("no private key found"), "{e}");
         assert!(!e.to_string().contains("BEGIN"), "{e}");

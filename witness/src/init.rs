@@ -1,13 +1,12 @@
 //! `accord-witness init`: creates a witness directory with its cosigner key (C2SP signed-note
 //! skey/vkey with signature type 0x04, c2sp.org/tlog-cosignature), a private CA and TLS server
-//! certificate, an admin bearer token, and a commented `witness.toml`.
+//! certificate, an admin bearer token, and a commented `witness.toml`. Which file goes where is
+//! [`accord_daemon::layout::witness`].
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use accord_daemon::layout::{self, Access, witness as files};
 use accord_proto::checkpoint::Cosigner;
-use rand::RngCore as _;
-use sha2::{Digest as _, Sha256};
 
 use crate::config::DEFAULT_MAX_BODY_BYTES;
 use crate::error::Error;
@@ -15,7 +14,7 @@ use crate::tls;
 use crate::witness::Limits;
 
 /// The config file name `init` writes.
-pub const CONFIG_FILE: &str = "witness.toml";
+pub const CONFIG_FILE: &str = files::CONFIG;
 
 /// What to create.
 #[derive(Debug, Clone)]
@@ -45,17 +44,15 @@ pub struct Initialized {
 }
 
 fn write_file(path: &Path, contents: &str, secret: bool) -> Result<(), Error> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        opts.mode(if secret { 0o600 } else { 0o644 });
-    }
-    let mut f = opts.open(path).map_err(|e| Error::io(path, e))?;
-    f.write_all(contents.as_bytes())
-        .and_then(|()| f.sync_all())
-        .map_err(|e| Error::io(path, e))
+    let access = if secret {
+        Access::Secret
+    } else {
+        Access::Public
+    };
+    layout::write_new(path, contents, access).map_err(|e| match e {
+        accord_daemon::Error::Io { path, source } => Error::io(path, source),
+        other => Error::Tls(other.to_string()),
+    })
 }
 
 fn toml_str(s: &str) -> String {
@@ -81,23 +78,21 @@ pub fn init(opts: &InitOptions) -> Result<Initialized, Error> {
             format!("{} already exists", config_path.display()),
         ));
     }
-    let tls_dir = opts.dir.join("tls");
+    let tls_dir = opts.dir.join(files::TLS_DIR);
     std::fs::create_dir_all(&tls_dir).map_err(|e| Error::io(&tls_dir, e))?;
 
     let vkey = cosigner.verifier().to_vkey();
     write_file(
-        &opts.dir.join("witness.skey"),
+        &opts.dir.join(files::SKEY),
         &format!("{}\n", cosigner.to_skey()),
         true,
     )?;
-    write_file(&opts.dir.join("witness.vkey"), &format!("{vkey}\n"), false)?;
+    write_file(&opts.dir.join(files::VKEY), &format!("{vkey}\n"), false)?;
 
-    let mut token = [0u8; 32];
-    rng.fill_bytes(&mut token);
-    let admin_token = hex::encode(token);
-    let token_hash = hex::encode(Sha256::digest(admin_token.as_bytes()));
+    let admin_token = layout::token();
+    let token_hash = layout::token_sha256(&admin_token);
     write_file(
-        &opts.dir.join("admin.token"),
+        &opts.dir.join(files::ADMIN_TOKEN),
         &format!("{admin_token}\n"),
         true,
     )?;
@@ -113,9 +108,9 @@ pub fn init(opts: &InitOptions) -> Result<Initialized, Error> {
         }
     }
     let generated = tls::generate(&opts.name, &sans)?;
-    write_file(&tls_dir.join("ca.pem"), &generated.ca_cert_pem, false)?;
-    write_file(&tls_dir.join("cert.pem"), &generated.chain_pem, false)?;
-    write_file(&tls_dir.join("key.pem"), &generated.key_pem, true)?;
+    write_file(&opts.dir.join(files::TLS_CA), &generated.ca_cert_pem, false)?;
+    write_file(&opts.dir.join(files::TLS_CERT), &generated.chain_pem, false)?;
+    write_file(&opts.dir.join(files::TLS_KEY), &generated.key_pem, true)?;
 
     let limits = Limits::default();
     let config = format!(
@@ -125,12 +120,12 @@ pub fn init(opts: &InitOptions) -> Result<Initialized, Error> {
 # The witness name: the key name of its cosignatures ("— <name> ..." lines).
 name = {name}
 # The cosigner private key (C2SP signed-note skey, signature type 0x04). Keep it secret.
-# Its public key (give it to the logs you witness) is in witness.vkey:
+# Its public key (give it to the logs you witness) is in {vkey_file}:
 #   {vkey}
-key_file = "witness.skey"
+key_file = "{skey}"
 # RocksDB directory: per-origin latest co-signed checkpoints and the known logs.
-data_dir = "data"
-# SHA-256 (hex) of the admin bearer token (the token itself is in admin.token).
+data_dir = "{data_dir}"
+# SHA-256 (hex) of the admin bearer token (the token itself is in {admin_token_file}).
 # WitnessAdminService calls send "authorization: Bearer <token>".
 admin_token_sha256 = "{token_hash}"
 # Prometheus metrics (plain HTTP, GET /metrics) on their own listener; off unless set.
@@ -139,15 +134,15 @@ admin_token_sha256 = "{token_hash}"
 # gRPC (accord.witness.v1, grpc.health.v1, reflection), always over TLS.
 [grpc]
 listen = {grpc_listen}
-tls_cert = "tls/cert.pem"   # server certificate, then the CA (clients trust tls/ca.pem)
-tls_key = "tls/key.pem"
+tls_cert = "{tls_cert}"   # server certificate, then the CA (clients trust {tls_ca})
+tls_key = "{tls_key}"
 
 # The C2SP tlog-witness HTTP interface: POST /add-checkpoint. Plain HTTP unless tls_cert and
 # tls_key are both set.
 [http]
 listen = {http_listen}
-# tls_cert = "tls/cert.pem"
-# tls_key = "tls/key.pem"
+# tls_cert = "{tls_cert}"
+# tls_key = "{tls_key}"
 max_body_bytes = {max_body}   # larger request bodies get 413 (gRPC: the same bound on messages)
 # header_read_timeout_ms = 10000   # a request's headers must arrive within this (slowloris)
 # body_read_timeout_ms = 10000     # its body within this once the headers have (else 408)
@@ -171,6 +166,13 @@ max_queued_per_origin = {max_queued}
         max_body = DEFAULT_MAX_BODY_BYTES,
         max_in_flight = limits.max_in_flight,
         max_queued = limits.max_queued_per_origin,
+        skey = files::SKEY,
+        vkey_file = files::VKEY,
+        data_dir = files::DATA_DIR,
+        admin_token_file = files::ADMIN_TOKEN,
+        tls_cert = files::TLS_CERT,
+        tls_ca = files::TLS_CA,
+        tls_key = files::TLS_KEY,
     );
     write_file(&config_path, &config, false)?;
     Ok(Initialized {

@@ -46,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-pub use super::refusals::{Refusal, refusals, refuse};
+pub use super::refusals::refuse;
 
 pub(crate) const CF: &str = "inbox";
 

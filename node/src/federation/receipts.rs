@@ -11,7 +11,7 @@
 //!   durability it proves (seed 000, "Durability states": federated → admitted, quarantined or
 //!   rejected), in the `receipts` column family.
 
-pub use accord_proto::receipt::{Verified, sign, verify, verify_many};
+pub use accord_proto::receipt::{Verified, sign, verify_many};
 
 use super::codes::Decision;
 use super::db;

@@ -251,8 +251,3 @@ pub fn refuse_from(
     }
     Error::Refused { code, detail }
 }
-
-/// The latest refusals, newest first (the first page of [`Refusals::page`]).
-pub fn refusals(node: &Node, limit: usize) -> Result<Vec<Refusal>, Error> {
-    Ok(node.refusals.page(node.ledger.store(), "", limit)?.0)
-}
