@@ -1,9 +1,9 @@
 //! `accord-node init`: creates a node directory with its keys, TLS material, party credentials
-//! and a commented config file.
+//! and a commented config file. Which file goes where is [`accord_daemon::layout::node`].
 
 use crate::error::Error;
+use accord_daemon::layout::{self, Access, node as files};
 use accord_proto::note::Signer;
-use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -33,35 +33,23 @@ pub struct Initialized {
     pub parties: Vec<(String, String, String)>,
 }
 
-pub(crate) fn write_secret(path: &Path, text: &str) -> Result<(), Error> {
-    use std::io::Write;
-    #[cfg(unix)]
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create_new(true);
-    #[cfg(unix)]
-    o.mode(0o600);
-    let mut f = o
-        .open(path)
-        .map_err(|e| Error::invalid("--dir", format!("{}: {e}", path.display())))?;
-    f.write_all(text.as_bytes())
-        .map_err(|e| Error::invalid("--dir", format!("{}: {e}", path.display())))
+/// Writes a file `init` creates (never overwriting: the directory was checked empty); an error
+/// names the file under `--dir`.
+fn write_as(path: &Path, text: &str, access: Access) -> Result<(), Error> {
+    layout::write_new(path, text, access).map_err(|e| Error::invalid("--dir", e.to_string()))
+}
+
+fn write_secret(path: &Path, text: &str) -> Result<(), Error> {
+    write_as(path, text, Access::Secret)
 }
 
 fn write(path: &Path, text: &str) -> Result<(), Error> {
-    std::fs::write(path, text)
-        .map_err(|e| Error::invalid("--dir", format!("{}: {e}", path.display())))
-}
-
-fn token() -> String {
-    let mut b = [0u8; 32];
-    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut b);
-    hex::encode(b)
+    write_as(path, text, Access::Public)
 }
 
 /// SHA-256 of a bearer token, hex (what the config stores).
 pub fn token_hash(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
+    layout::token_sha256(token)
 }
 
 /// Creates the node directory.
@@ -94,24 +82,24 @@ pub fn init(o: &InitOptions) -> Result<Initialized, Error> {
             format!("{} exists and is not empty", o.dir.display()),
         ));
     }
-    for sub in ["", "keys", "tls", "parties", "data"] {
+    for sub in std::iter::once(&"").chain(files::DIRS) {
         std::fs::create_dir_all(o.dir.join(sub))
             .map_err(|e| Error::invalid("--dir", e.to_string()))?;
     }
     let origin = format!("{}.accord/log", o.name);
     let node = Signer::generate(&origin, &mut rand::rngs::OsRng)
         .map_err(|e| Error::Internal(e.to_string()))?;
-    write_secret(&o.dir.join("keys/node.skey"), &node.to_skey())?;
-    write(&o.dir.join("keys/node.vkey"), &node.verifier().to_vkey())?;
+    write_secret(&o.dir.join(files::NODE_SKEY), &node.to_skey())?;
+    write(&o.dir.join(files::NODE_VKEY), &node.verifier().to_vkey())?;
     let tls = crate::pki::generate(&o.name, &crate::pki::default_sans(&o.name))?;
-    write(&o.dir.join("tls/ca.pem"), &tls.ca_cert_pem)?;
+    write(&o.dir.join(files::TLS_CA), &tls.ca_cert_pem)?;
     // The CA key is not kept (issue 8): it signed the leaf and is dropped, so a copy of the
     // node directory cannot mint TLS identities; a new leaf means a new `init`'d CA, which
     // peers then re-add. (The CA is also name-constrained to this node's names: `pki`.)
-    write(&o.dir.join("tls/node.pem"), &tls.cert_pem)?;
-    write_secret(&o.dir.join("tls/node.key"), &tls.key_pem)?;
-    let admin_token = token();
-    write_secret(&o.dir.join("admin.token"), &admin_token)?;
+    write(&o.dir.join(files::TLS_CERT), &tls.cert_pem)?;
+    write_secret(&o.dir.join(files::TLS_KEY), &tls.key_pem)?;
+    let admin_token = layout::token();
+    write_secret(&o.dir.join(files::ADMIN_TOKEN), &admin_token)?;
 
     let mut parties = Vec::new();
     let mut party_toml = String::new();
@@ -119,9 +107,9 @@ pub fn init(o: &InitOptions) -> Result<Initialized, Error> {
         crate::config::Config::check_org_name(p)?;
         let s = Signer::generate(&format!("{}/{}", o.name, p), &mut rand::rngs::OsRng)
             .map_err(|e| Error::Internal(e.to_string()))?;
-        write_secret(&o.dir.join(format!("parties/{p}.skey")), &s.to_skey())?;
-        let t = token();
-        write_secret(&o.dir.join(format!("parties/{p}.token")), &t)?;
+        write_secret(&o.dir.join(files::party_skey(p)), &s.to_skey())?;
+        let t = layout::token();
+        write_secret(&o.dir.join(files::party_token(p)), &t)?;
         let vkey = s.verifier().to_vkey();
         let _ = write!(
             party_toml,
@@ -137,15 +125,15 @@ pub fn init(o: &InitOptions) -> Result<Initialized, Error> {
 # The organisation's name: its peer name in federation, and the organisation of its parties.
 name = "{name}"
 # The RocksDB ledger.
-data_dir = "data"
+data_dir = "{data_dir}"
 # gRPC (TLS) listen address; port 0 picks a free port (printed at start-up).
 listen = "{listen}"
 # Prometheus metrics (plain HTTP, GET /metrics) on their own listener; off unless set.
 # metrics_listen = "127.0.0.1:9464"
 
 [tls]
-cert = "tls/node.pem"
-key = "tls/node.key"
+cert = "{tls_cert}"
+key = "{tls_key}"
 # CA certificates whose client certificates are accepted (mutual TLS). Peers' CAs are added
 # automatically.
 client_ca = []
@@ -154,7 +142,7 @@ require_client_cert = false
 
 [keys]
 # Signs checkpoints (its key name is the log origin), receipts and the node's own records.
-node = "keys/node.skey"
+node = "{node_skey}"
 
 [log]
 origin = "{origin}"
@@ -166,7 +154,7 @@ checkpoint_interval_ms = 1000
 tick_ms = 1000
 
 [admin]
-# SHA-256 of the operator bearer token in admin.token.
+# SHA-256 of the operator bearer token in {admin_token_file}.
 token_sha256 = "{admin}"
 # Client certificates (hex SHA-256 of the DER leaf) that act as the operator.
 # cert_sha256 = []
@@ -207,8 +195,13 @@ k = 0
         listen = o.listen,
         origin = origin,
         admin = token_hash(&admin_token),
+        data_dir = files::DATA_DIR,
+        tls_cert = files::TLS_CERT,
+        tls_key = files::TLS_KEY,
+        node_skey = files::NODE_SKEY,
+        admin_token_file = files::ADMIN_TOKEN,
     );
-    let cfg_path = o.dir.join("accord.toml");
+    let cfg_path = o.dir.join(files::CONFIG);
     write(&cfg_path, &config)?;
     Ok(Initialized {
         config: cfg_path,

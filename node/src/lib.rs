@@ -1,31 +1,40 @@
 //! `accord-node`: an organisation's Accord node.
 //!
-//! A node keeps an append-only ledger of signed records in RocksDB ([`ledger`]), derives the
-//! Work kernel's state from them ([`projection`]), commits them into a Merkle log whose
-//! checkpoints witnesses co-sign, and serves all of it over gRPC with TLS ([`server`]).
-//! [`run`] is the whole daemon; `main.rs` only parses flags and calls it.
+//! A node keeps an append-only ledger of signed records in RocksDB, derives the Work kernel's
+//! state from them, commits them into a Merkle log whose checkpoints witnesses co-sign, and
+//! serves all of it over gRPC with TLS. [`run`] is the whole daemon; `main.rs` only parses
+//! flags and calls it.
+//!
+//! The public API is what the node's users need (issue 10, item 3): [`run`] /
+//! [`run_with_clock`] with a [`config::Config`] and [`Listeners`], [`init`] for a node
+//! directory, [`connect`] for a TLS client channel, the [`Node`] state, the [`clock`] and the
+//! [`Error`] type; [`ident`] (the name rules `accordctl` checks flags with) and [`ledger`] (for
+//! `accordctl bench log`, which measures proofs on the node's real storage). Protocol rules
+//! (reason codes, receipts) are in `accord-proto`; daemon plumbing in `accord-daemon`.
 #![forbid(unsafe_code)]
 
-pub mod auth;
 pub mod clock;
 pub mod config;
-pub mod convert;
-pub mod error;
-pub mod federation;
 pub mod ident;
 pub mod init;
 pub mod ledger;
-pub mod log;
-pub mod metrics;
-pub mod node;
-pub mod pki;
-pub mod projection;
-pub mod server;
-pub mod service_party;
-pub mod services;
-pub mod tls;
-pub mod view;
+
+pub(crate) mod auth;
+pub(crate) mod convert;
+pub(crate) mod error;
+pub(crate) mod federation;
+pub(crate) mod log;
+pub(crate) mod metrics;
+pub(crate) mod node;
+pub(crate) mod pki;
+pub(crate) mod projection;
+pub(crate) mod server;
+pub(crate) mod service_party;
+pub(crate) mod services;
+pub(crate) mod tls;
+pub(crate) mod view;
 
 pub use error::Error;
 pub use node::Node;
 pub use server::{Listeners, run, run_with_clock};
+pub use tls::connect;

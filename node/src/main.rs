@@ -1,8 +1,9 @@
 //! `accord-node`: `init` a node directory, or `serve` one.
 
+use accord_daemon::logging::{self, LogFormat};
 use accord_node::{config::Config, init};
 use anyhow::Context;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
@@ -42,34 +43,6 @@ enum Cmd {
     },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum LogFormat {
-    Human,
-    Json,
-}
-
-fn init_tracing(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let b = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Human => b.init(),
-        LogFormat::Json => b.json().init(),
-    }
-}
-
-async fn shutdown_signal(token: CancellationToken) {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {},
-        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {},
-    }
-    tracing::info!("shutdown signal received; draining");
-    token.cancel();
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().cmd {
@@ -94,7 +67,7 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Cmd::Serve { config, log_format } => {
-            init_tracing(log_format);
+            logging::init(log_format);
             let cfg = Config::load(&config).map_err(|e| anyhow::anyhow!("{e}"))?;
             let listener = tokio::net::TcpListener::bind(cfg.listen)
                 .await
@@ -114,7 +87,7 @@ async fn main() -> anyhow::Result<()> {
                 println!("metrics {}", m.local_addr()?);
             }
             let token = CancellationToken::new();
-            tokio::spawn(shutdown_signal(token.clone()));
+            tokio::spawn(accord_daemon::signal::cancel_on_signal(token.clone()));
             let listeners = accord_node::Listeners {
                 grpc: listener,
                 metrics,

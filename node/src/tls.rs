@@ -46,27 +46,14 @@ fn subject(der: &[u8]) -> String {
     }
 }
 
-/// Reads every certificate in a PEM file.
+/// Reads every certificate in a PEM file ([`accord_daemon::pem`]).
 pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, Error> {
-    let pem = std::fs::read(path).map_err(|e| Error::Tls(format!("{}: {e}", path.display())))?;
-    let certs = rustls_pemfile::certs(&mut pem.as_slice())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Error::Tls(format!("{}: {e}", path.display())))?;
-    if certs.is_empty() {
-        return Err(Error::Tls(format!(
-            "{}: no certificate found",
-            path.display()
-        )));
-    }
-    Ok(certs)
+    accord_daemon::pem::load_certs(path).map_err(|e| Error::Tls(e.to_string()))
 }
 
-/// Reads a PEM private key.
+/// Reads a PEM private key ([`accord_daemon::pem`]).
 pub fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, Error> {
-    let pem = std::fs::read(path).map_err(|e| Error::Tls(format!("{}: {e}", path.display())))?;
-    rustls_pemfile::private_key(&mut pem.as_slice())
-        .map_err(|e| Error::Tls(format!("{}: {e}", path.display())))?
-        .ok_or_else(|| Error::Tls(format!("{}: no private key found", path.display())))
+    accord_daemon::pem::load_key(path).map_err(|e| Error::Tls(e.to_string()))
 }
 
 /// The crypto provider every TLS config of the node uses.

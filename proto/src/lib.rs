@@ -6,15 +6,19 @@
 //! - [`note`]: C2SP signed notes and Ed25519 keys in signed-note text form (c2sp.org/signed-note).
 //! - [`checkpoint`]: C2SP tlog-checkpoint and tlog-cosignature (cosignature/v1).
 //! - [`merkle`]: RFC 6962 / RFC 9162 Merkle hashing, inclusion and consistency proofs.
+//! - [`codes`]: federation admission decisions and the closed lists of reason codes.
+//! - [`receipt`]: signing and offline verification of federation receipts.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod pb;
 
 pub mod checkpoint;
+pub mod codes;
 pub mod error;
 pub mod merkle;
 pub mod note;
+pub mod receipt;
 pub mod signing;
 
 pub use checkpoint::{Checkpoint, Cosigner};

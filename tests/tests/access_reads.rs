@@ -383,12 +383,18 @@ fn client_identity(
     dir: &std::path::Path,
     name: &str,
 ) -> (std::path::PathBuf, Vec<u8>, Vec<u8>, String) {
-    let m = accord_node::pki::generate(name, &["localhost".to_string()]).unwrap();
+    let m = accord_daemon::pki::generate(
+        &format!("{name} Accord CA"),
+        name,
+        &["localhost".to_string()],
+        accord_daemon::pki::Profile::MutualTls,
+    )
+    .unwrap();
     let ca = dir.join(format!("{name}-ca.pem"));
     std::fs::write(&ca, &m.ca_cert_pem).unwrap();
     let leaf = dir.join(format!("{name}.pem"));
     std::fs::write(&leaf, &m.cert_pem).unwrap();
-    let der = accord_node::tls::load_certs(&leaf).unwrap().remove(0);
+    let der = accord_daemon::pem::load_certs(&leaf).unwrap().remove(0);
     let hash = hex::encode(Sha256::digest(der.as_ref()));
     (ca, m.cert_pem.into_bytes(), m.key_pem.into_bytes(), hash)
 }

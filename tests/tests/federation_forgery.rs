@@ -331,8 +331,7 @@ async fn rejected_records_are_bounded_per_peer_and_name_no_sender_data() {
 
 /// Hex SHA-256 of a node's DER leaf certificate (what `pin_sha256` holds).
 fn leaf_sha256(node: &TestNode) -> String {
-    let pem = std::fs::read_to_string(node.dir.join("tls/node.pem")).unwrap();
-    let certs = accord_node::federation::peers::parse_pem(&pem).unwrap();
+    let certs = accord_daemon::pem::load_certs(&node.dir.join("tls/node.pem")).unwrap();
     hex::encode(Sha256::digest(certs[0].as_ref()))
 }
 

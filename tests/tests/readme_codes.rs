@@ -3,7 +3,7 @@
 //! fields next to the `peer add` flags with the same names.
 
 use accord_kernel::RejectionCode;
-use accord_node::federation::codes;
+use accord_proto::codes;
 
 fn readme() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap()

@@ -5,7 +5,7 @@
 //! Admission outcomes are printed as the seed writes them: `admitted`,
 //! `["quarantined", code]`, `["rejected", code]` (seed 000, "Federation admission").
 
-use accord_node::federation::codes::Decision;
+use accord_proto::codes::Decision;
 use accord_proto::pb::admin::v1::{self as pb, admin_service_client::AdminServiceClient};
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, Subcommand};

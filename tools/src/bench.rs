@@ -166,7 +166,7 @@ impl Target {
                 (Some(n), _) => n.channel().await?,
                 (None, Some(url)) => {
                     let ca = std::fs::read(a.ca.as_ref().context("--ca")?)?;
-                    accord_node::tls::connect(url, &ca, None, &a.server_name).await?
+                    accord_node::connect(url, &ca, None, &a.server_name).await?
                 }
                 (None, None) => unreachable!("a node is started or given"),
             });

@@ -2,8 +2,9 @@
 //! consistency proof time at tree sizes 10^3 and 10^6 (served from RocksDB in O(log n) reads, so
 //! the figures must grow like log n), and the cost of signing a checkpoint.
 
-use accord_node::ledger::{Append, Ledger, Machine, Outcome};
+use accord_node::ledger::{Append, Ledger, Machine, Outcome, TreeNodes};
 use accord_proto::checkpoint::Checkpoint;
+use accord_proto::merkle;
 use accord_proto::note::Signer;
 use accord_proto::pb::record::v1::SignedRecord;
 use accord_proto::pb::work::v1::LedgerEntry;
@@ -28,9 +29,9 @@ pub struct LogArgs {
 }
 
 /// Counts node reads, to show the O(log n) shape independently of caches.
-struct Counting<'a>(accord_node::ledger::TreeNodes<'a>, std::cell::Cell<u64>);
+struct Counting<'a>(TreeNodes<'a>, std::cell::Cell<u64>);
 
-impl accord_proto::merkle::NodeSource for Counting<'_> {
+impl merkle::NodeSource for Counting<'_> {
     fn node(&self, level: u32, index: u64) -> Result<[u8; 32], accord_proto::Error> {
         self.1.set(self.1.get() + 1);
         self.0.node(level, index)
@@ -119,26 +120,23 @@ pub async fn run(mut a: LogArgs) -> Result<()> {
                 };
                 let t = Instant::now();
                 for _ in 0..n {
-                    accord_node::log::inclusion_proof(&store, rnd(size), size)?;
+                    merkle::inclusion_proof(&TreeNodes(&store), rnd(size), size)?;
                 }
                 let inc = t.elapsed().as_secs_f64() * 1e6 / n as f64;
                 let t = Instant::now();
                 for _ in 0..n {
-                    accord_node::log::consistency_proof(&store, 1 + rnd(size - 1), size)?;
+                    merkle::consistency_proof(&TreeNodes(&store), 1 + rnd(size - 1), size)?;
                 }
                 let con = t.elapsed().as_secs_f64() * 1e6 / n as f64;
                 let t = Instant::now();
                 for _ in 0..n {
-                    accord_node::log::root(&store, 1 + rnd(size))?;
+                    merkle::root(&TreeNodes(&store), 1 + rnd(size))?;
                 }
                 let root = t.elapsed().as_secs_f64() * 1e6 / n as f64;
-                let counting = Counting(
-                    accord_node::ledger::TreeNodes(&store),
-                    std::cell::Cell::new(0),
-                );
+                let counting = Counting(TreeNodes(&store), std::cell::Cell::new(0));
                 let samples = 200;
                 for _ in 0..samples {
-                    accord_proto::merkle::inclusion_proof(&counting, rnd(size), size)?;
+                    merkle::inclusion_proof(&counting, rnd(size), size)?;
                 }
                 Ok((inc, con, root, counting.1.get() as f64 / samples as f64))
             })

@@ -3,6 +3,7 @@
 //! as a child process (the benchmarks' default, so that client and server costs are not mixed in
 //! one runtime — issue 14). Stopped (gracefully) on drop.
 
+use accord_daemon::layout;
 use accord_node::config::Config;
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
@@ -137,7 +138,7 @@ impl InProcNode {
         edit: impl FnOnce(&mut String),
     ) -> Result<InProcNode> {
         let dir = root.join(name);
-        let cfg = dir.join("accord.toml");
+        let cfg = dir.join(layout::node::CONFIG);
         let mut text = std::fs::read_to_string(&cfg)?;
         edit(&mut text);
         std::fs::write(&cfg, &text)?;
@@ -158,15 +159,15 @@ impl InProcNode {
 
     /// A TLS channel to the node.
     pub async fn channel(&self) -> Result<Channel> {
-        let ca = std::fs::read(self.dir.join("tls/ca.pem"))?;
-        accord_node::tls::connect(&format!("https://{}", self.addr), &ca, None, "localhost")
+        let ca = std::fs::read(self.dir.join(layout::node::TLS_CA))?;
+        accord_node::connect(&format!("https://{}", self.addr), &ca, None, "localhost")
             .await
             .context("connect to node")
     }
 
     /// A WorkService client presenting the operator token (reads everything).
     pub async fn work(&self) -> Result<crate::creds::WorkClient> {
-        let bearer = crate::creds::Bearer::from_file(&self.dir.join("admin.token"))?;
+        let bearer = crate::creds::Bearer::from_file(&self.dir.join(layout::node::ADMIN_TOKEN))?;
         Ok(
             accord_proto::pb::work::v1::work_service_client::WorkServiceClient::with_interceptor(
                 self.channel().await?,
@@ -177,7 +178,7 @@ impl InProcNode {
 
     /// A party's signing key.
     pub fn party(&self, p: &str) -> Result<accord_proto::note::Signer> {
-        let t = std::fs::read_to_string(self.dir.join(format!("parties/{p}.skey")))?;
+        let t = std::fs::read_to_string(self.dir.join(layout::node::party_skey(p)))?;
         Ok(accord_proto::note::Signer::from_skey(t.trim())?)
     }
 
@@ -272,7 +273,7 @@ impl InProcWitness {
             "\n[[witnesses.list]]\nvkey = \"{}\"\nendpoint = \"https://{}\"\nca = \"{}\"\n",
             self.vkey,
             self.grpc,
-            self.dir.join("tls/ca.pem").display()
+            self.dir.join(layout::witness::TLS_CA).display()
         )
     }
 
@@ -309,7 +310,7 @@ pub fn init_node(
 
 /// A request carrying the node's operator token (AdminService).
 pub fn admin_request<T>(node: &InProcNode, t: T) -> Result<tonic::Request<T>> {
-    let token = std::fs::read_to_string(node.dir.join("admin.token"))?;
+    let token = std::fs::read_to_string(node.dir.join(layout::node::ADMIN_TOKEN))?;
     let mut r = tonic::Request::new(t);
     r.metadata_mut()
         .insert("authorization", format!("Bearer {}", token.trim()).parse()?);
@@ -321,7 +322,7 @@ pub fn admin_request<T>(node: &InProcNode, t: T) -> Result<tonic::Request<T>> {
 pub async fn add_peer(node: &InProcNode, other: &InProcNode, parties: &[&str]) -> Result<()> {
     use accord_proto::pb::admin::v1::{self as admin, admin_service_client::AdminServiceClient};
     let mut keys = vec![
-        std::fs::read_to_string(other.dir.join("keys/node.vkey"))?
+        std::fs::read_to_string(other.dir.join(layout::node::NODE_VKEY))?
             .trim()
             .to_string(),
     ];
@@ -338,7 +339,7 @@ pub async fn add_peer(node: &InProcNode, other: &InProcNode, parties: &[&str]) -
                 valid_until_unix_ms: 0,
             })
             .collect(),
-        tls_certificate_pem: std::fs::read_to_string(other.dir.join("tls/ca.pem"))?,
+        tls_certificate_pem: std::fs::read_to_string(other.dir.join(layout::node::TLS_CA))?,
         enabled: true,
         pin_sha256: String::new(),
     };

@@ -1,19 +1,37 @@
 //! `accordctl`: the Accord operator CLI.
+//!
+//! The offline commands (`tlog`, `note`, `key`, `receipt verify`) use protocol code only
+//! (`accord-proto`). Everything that runs or talks to a node or witness sits behind the default
+//! cargo feature `node`, which links `accord-node` and `accord-witness` (and so RocksDB):
+//! `cargo build -p accordctl --no-default-features` is the offline verifier alone.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "node")]
 mod admin;
+#[cfg(feature = "node")]
 mod bench;
+#[cfg(feature = "node")]
 mod bench_federation;
+#[cfg(feature = "node")]
 mod bench_log;
+#[cfg(feature = "node")]
 mod bench_witness;
+#[cfg(feature = "node")]
 mod creds;
+#[cfg(feature = "node")]
 mod demo;
+#[cfg(feature = "node")]
 mod health;
+#[cfg(feature = "node")]
 mod hints;
+#[cfg(feature = "node")]
 mod inproc;
 mod offline;
+// Progress bars and spinners serve the online commands only.
+#[cfg_attr(not(feature = "node"), allow(dead_code))]
 mod output;
 mod receipt;
+#[cfg(feature = "node")]
 mod status;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -33,20 +51,25 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run Accord's main job end to end on this machine (nodes on ephemeral ports, temp dirs).
+    #[cfg(feature = "node")]
     Demo,
     #[command(flatten)]
     Offline(offline::OfflineCommand),
     /// Benchmarks (figures for BENCHMARKS.md).
+    #[cfg(feature = "node")]
     #[command(subcommand)]
     Bench(BenchCmd),
     /// Node administration over AdminService: peers, quarantine, health, refusals.
+    #[cfg(feature = "node")]
     Admin(admin::AdminArgs),
     /// Federation receipts: fetch one, or verify one offline.
     #[command(subcommand)]
     Receipt(receipt::ReceiptCmd),
     /// One node's health on one screen: log size, checkpoint and witnesses, peers, quarantine.
+    #[cfg(feature = "node")]
     Status(status::StatusArgs),
     /// gRPC health check over TLS (for probes): exit 0 when SERVING.
+    #[cfg(feature = "node")]
     Health(health::HealthArgs),
     /// Print a shell completion script: `accordctl completions bash > /etc/bash_completion.d/accordctl`.
     Completions {
@@ -56,6 +79,7 @@ enum Cmd {
     },
 }
 
+#[cfg(feature = "node")]
 #[derive(Subcommand)]
 enum BenchCmd {
     /// Recorded appends per second with group commit, and latency at half load.
@@ -71,20 +95,26 @@ enum BenchCmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let out = cli.output;
-    let cmd = match cli.cmd {
+    match cli.cmd {
         // Offline verification needs no runtime and has its own exit codes (0 valid, 1 invalid, 2 usage).
-        Cmd::Offline(c) => return offline::run(c, out),
-        Cmd::Receipt(receipt::ReceiptCmd::Verify(a)) => return receipt::verify(a, out),
+        Cmd::Offline(c) => offline::run(c, out),
+        Cmd::Receipt(receipt::ReceiptCmd::Verify(a)) => receipt::verify(a, out),
         Cmd::Completions { shell } => {
             // Into a buffer first: clap_complete panics when its writer fails (`| head`).
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "accordctl", &mut script);
             use std::io::Write as _;
             let _ = std::io::stdout().write_all(&script);
-            return ExitCode::SUCCESS;
+            ExitCode::SUCCESS
         }
-        other => other,
-    };
+        #[cfg(feature = "node")]
+        other => online(other, out),
+    }
+}
+
+/// The commands that talk to (or run) nodes and witnesses, on a tokio runtime.
+#[cfg(feature = "node")]
+fn online(cmd: Cmd, out: output::Output) -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

@@ -12,10 +12,12 @@
 //! Exit codes of `verify`: 0 proven; 1 invalid or not proven (one-line reason on stderr);
 //! 2 usage (unreadable file, malformed key).
 
-use accord_node::federation::receipts;
 use accord_proto::note::Verifier;
 use accord_proto::pb::federation::v1::Signed;
+#[cfg(feature = "node")]
 use accord_proto::pb::work::v1::GetDurabilityRequest;
+use accord_proto::receipt as receipts;
+#[cfg(feature = "node")]
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, Subcommand};
 use prost::Message;
@@ -29,6 +31,7 @@ pub enum ReceiptCmd {
     /// inclusion proof. Exit 0 only when the admission is proven.
     Verify(VerifyArgs),
     /// Write the latest receipt a peer gave for one of this node's records to a file.
+    #[cfg(feature = "node")]
     Fetch(FetchArgs),
 }
 
@@ -53,6 +56,7 @@ pub struct VerifyArgs {
 }
 
 /// Options of `receipt fetch`.
+#[cfg(feature = "node")]
 #[derive(Debug, Args)]
 pub struct FetchArgs {
     /// The sending node and a credential that may read the record.
@@ -164,6 +168,7 @@ pub fn verify(a: VerifyArgs, out: crate::output::Output) -> ExitCode {
 }
 
 /// What a stored receipt says, without verifying it (`receipt verify` does that).
+#[cfg(feature = "node")]
 fn peek(receipt: &[u8]) -> Option<accord_proto::pb::federation::v1::Receipt> {
     let signed = Signed::decode(receipt).ok()?;
     accord_proto::pb::federation::v1::Receipt::decode(signed.payload.as_ref()).ok()
@@ -171,6 +176,7 @@ fn peek(receipt: &[u8]) -> Option<accord_proto::pb::federation::v1::Receipt> {
 
 /// `receipt fetch`: the latest receipt the peer gave for the record; with `--wait`, polls until
 /// it carries the receiver's checkpoint and inclusion proof.
+#[cfg(feature = "node")]
 pub async fn fetch(a: FetchArgs, out: crate::output::Output) -> Result<()> {
     let id = hex::decode(a.record.trim()).context("--record: not hex")?;
     let mut client = a.conn.work().await?;

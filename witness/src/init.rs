@@ -1,13 +1,12 @@
 //! `accord-witness init`: creates a witness directory with its cosigner key(s) (C2SP signed-note
-//! skey/vkey with signature type 0x04 Ed25519 and/or 0x06 ML-DSA-44, c2sp.org/tlog-cosignature), a private CA and TLS server
-//! certificate, an admin bearer token, and a commented `witness.toml`.
+//! skey/vkey with signature type 0x04 Ed25519 and/or 0x06 ML-DSA-44, c2sp.org/tlog-cosignature),
+//! a private CA and TLS server certificate, an admin bearer token, and a commented
+//! `witness.toml`. Which file goes where is [`accord_daemon::layout::witness`].
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use accord_daemon::layout::{self, Access, witness as files};
 use accord_proto::checkpoint::Cosigner;
-use rand::RngCore as _;
-use sha2::{Digest as _, Sha256};
 
 use crate::config::DEFAULT_MAX_BODY_BYTES;
 use crate::error::Error;
@@ -15,7 +14,7 @@ use crate::tls;
 use crate::witness::Limits;
 
 /// The config file name `init` writes.
-pub const CONFIG_FILE: &str = "witness.toml";
+pub const CONFIG_FILE: &str = files::CONFIG;
 
 /// What to create.
 #[derive(Debug, Clone)]
@@ -56,17 +55,15 @@ pub struct Initialized {
 }
 
 fn write_file(path: &Path, contents: &str, secret: bool) -> Result<(), Error> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        opts.mode(if secret { 0o600 } else { 0o644 });
-    }
-    let mut f = opts.open(path).map_err(|e| Error::io(path, e))?;
-    f.write_all(contents.as_bytes())
-        .and_then(|()| f.sync_all())
-        .map_err(|e| Error::io(path, e))
+    let access = if secret {
+        Access::Secret
+    } else {
+        Access::Public
+    };
+    layout::write_new(path, contents, access).map_err(|e| match e {
+        accord_daemon::Error::Io { path, source } => Error::io(path, source),
+        other => Error::Tls(other.to_string()),
+    })
 }
 
 fn toml_str(s: &str) -> String {
@@ -89,7 +86,7 @@ pub fn init_with(opts: &InitOptions, algs: &[KeyAlg]) -> Result<Initialized, Err
     let mut keys = Vec::new();
     for alg in algs {
         let (c, file) = match alg {
-            KeyAlg::Ed25519 => (Cosigner::generate(&opts.name, &mut rng), "witness.skey"),
+            KeyAlg::Ed25519 => (Cosigner::generate(&opts.name, &mut rng), files::SKEY),
             KeyAlg::MlDsa44 => (
                 Cosigner::generate_ml_dsa_44(&opts.name, &mut rng),
                 "witness-mldsa44.skey",
@@ -111,7 +108,7 @@ pub fn init_with(opts: &InitOptions, algs: &[KeyAlg]) -> Result<Initialized, Err
             format!("{} already exists", config_path.display()),
         ));
     }
-    let tls_dir = opts.dir.join("tls");
+    let tls_dir = opts.dir.join(files::TLS_DIR);
     std::fs::create_dir_all(&tls_dir).map_err(|e| Error::io(&tls_dir, e))?;
 
     let vkeys: Vec<String> = keys.iter().map(|(c, _)| c.verifier().to_vkey()).collect();
@@ -120,7 +117,7 @@ pub fn init_with(opts: &InitOptions, algs: &[KeyAlg]) -> Result<Initialized, Err
     }
     let vkey = vkeys[0].clone();
     write_file(
-        &opts.dir.join("witness.vkey"),
+        &opts.dir.join(files::VKEY),
         &vkeys.iter().map(|v| format!("{v}\n")).collect::<String>(),
         false,
     )?;
@@ -136,12 +133,10 @@ pub fn init_with(opts: &InitOptions, algs: &[KeyAlg]) -> Result<Initialized, Err
         )
     };
 
-    let mut token = [0u8; 32];
-    rng.fill_bytes(&mut token);
-    let admin_token = hex::encode(token);
-    let token_hash = hex::encode(Sha256::digest(admin_token.as_bytes()));
+    let admin_token = layout::token();
+    let token_hash = layout::token_sha256(&admin_token);
     write_file(
-        &opts.dir.join("admin.token"),
+        &opts.dir.join(files::ADMIN_TOKEN),
         &format!("{admin_token}\n"),
         true,
     )?;
@@ -157,9 +152,9 @@ pub fn init_with(opts: &InitOptions, algs: &[KeyAlg]) -> Result<Initialized, Err
         }
     }
     let generated = tls::generate(&opts.name, &sans)?;
-    write_file(&tls_dir.join("ca.pem"), &generated.ca_cert_pem, false)?;
-    write_file(&tls_dir.join("cert.pem"), &generated.chain_pem, false)?;
-    write_file(&tls_dir.join("key.pem"), &generated.key_pem, true)?;
+    write_file(&opts.dir.join(files::TLS_CA), &generated.ca_cert_pem, false)?;
+    write_file(&opts.dir.join(files::TLS_CERT), &generated.chain_pem, false)?;
+    write_file(&opts.dir.join(files::TLS_KEY), &generated.key_pem, true)?;
 
     let limits = Limits::default();
     let config = format!(
@@ -171,11 +166,11 @@ name = {name}
 # The cosigner private key(s) (C2SP signed-note skeys: type 0x04 Ed25519 cosignature/v1,
 # type 0x06 ML-DSA-44 subtree/v1). Keep them secret. `key_file = "..."` for one key, or
 # `key_files = [...]` for one of each type; add-checkpoint answers with one line per key.
-# The public keys (give them to the logs you witness) are in witness.vkey.
+# The public keys (give them to the logs you witness) are in {vkey_file}.
 {key_config}
 # RocksDB directory: per-origin latest co-signed checkpoints and the known logs.
-data_dir = "data"
-# SHA-256 (hex) of the admin bearer token (the token itself is in admin.token).
+data_dir = "{data_dir}"
+# SHA-256 (hex) of the admin bearer token (the token itself is in {admin_token_file}).
 # WitnessAdminService calls send "authorization: Bearer <token>".
 admin_token_sha256 = "{token_hash}"
 # Prometheus metrics (plain HTTP, GET /metrics) on their own listener; off unless set.
@@ -184,8 +179,8 @@ admin_token_sha256 = "{token_hash}"
 # gRPC (accord.witness.v1, grpc.health.v1, reflection), always over TLS.
 [grpc]
 listen = {grpc_listen}
-tls_cert = "tls/cert.pem"   # server certificate, then the CA (clients trust tls/ca.pem)
-tls_key = "tls/key.pem"
+tls_cert = "{tls_cert}"   # server certificate, then the CA (clients trust {tls_ca})
+tls_key = "{tls_key}"
 
 # The C2SP tlog-witness HTTP interface: POST <submission_prefix>/add-checkpoint and
 # /sign-subtree, GET <monitoring_prefix>/<sha256 hex of origin>/checkpoint. Plain HTTP unless
@@ -194,8 +189,8 @@ tls_key = "tls/key.pem"
 listen = {http_listen}
 # submission_prefix = ""           # e.g. "/witness"; empty = the root
 # monitoring_prefix = ""           # may differ from (or equal) the submission prefix
-# tls_cert = "tls/cert.pem"
-# tls_key = "tls/key.pem"
+# tls_cert = "{tls_cert}"
+# tls_key = "{tls_key}"
 max_body_bytes = {max_body}   # larger request bodies get 413 (gRPC: the same bound on messages)
 # header_read_timeout_ms = 10000   # a request's headers must arrive within this (slowloris)
 # body_read_timeout_ms = 10000     # its body within this once the headers have (else 408)
@@ -219,6 +214,12 @@ max_queued_per_origin = {max_queued}
         max_body = DEFAULT_MAX_BODY_BYTES,
         max_in_flight = limits.max_in_flight,
         max_queued = limits.max_queued_per_origin,
+        vkey_file = files::VKEY,
+        data_dir = files::DATA_DIR,
+        admin_token_file = files::ADMIN_TOKEN,
+        tls_cert = files::TLS_CERT,
+        tls_ca = files::TLS_CA,
+        tls_key = files::TLS_KEY,
     );
     write_file(&config_path, &config, false)?;
     Ok(Initialized {

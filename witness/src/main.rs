@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use accord_daemon::logging::{self, LogFormat};
 use accord_witness::init::{InitOptions, KeyAlg, init_with};
 use accord_witness::{Config, Listeners};
 use anyhow::Context as _;
@@ -63,47 +64,6 @@ enum Alg {
     Both,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum LogFormat {
-    Human,
-    Json,
-}
-
-fn init_tracing(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Human => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
-}
-
-async fn shutdown_on_signal(token: CancellationToken) {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = ctrl_c => {},
-                    _ = term.recv() => {},
-                }
-            }
-            Err(_) => {
-                let _ = ctrl_c.await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
-    tracing::info!("signal received: shutting down");
-    token.cancel();
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
@@ -140,7 +100,7 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Serve { config, log_format } => {
-            init_tracing(log_format);
+            logging::init(log_format);
             let config = Config::load(&config)?;
             let listeners = Listeners::bind(&config).await?;
             println!(
@@ -153,7 +113,7 @@ async fn main() -> anyhow::Result<()> {
                 println!("metrics {m}");
             }
             let shutdown = CancellationToken::new();
-            tokio::spawn(shutdown_on_signal(shutdown.clone()));
+            tokio::spawn(accord_daemon::signal::cancel_on_signal(shutdown.clone()));
             accord_witness::run(config, listeners, shutdown)
                 .await
                 .context("witness failed")

@@ -1,6 +1,7 @@
 //! TLS for the witness's listeners (rustls): server configs from PEM files, an acceptor that
 //! completes handshakes off the accept loop (each bounded by a timeout, so a slow client stalls
-//! nobody), and generation of a private CA and a server certificate at `init` (rcgen).
+//! nobody), and a private CA and a server certificate at `init`. PEM loading and certificate
+//! generation are the shared daemon plumbing ([`accord_daemon`]); this module maps its errors.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -30,28 +31,23 @@ pub const ALPN_H2: &[u8] = b"h2";
 /// ALPN for the C2SP HTTP interface (HTTP/1.1).
 pub const ALPN_HTTP1: &[u8] = b"http/1.1";
 
-fn tls_err(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Tls(format!("{}: {e}", path.display()))
-}
-
-/// Reads every certificate in a PEM file (the leaf first, then its chain).
-pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, Error> {
-    let pem = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let certs = rustls_pemfile::certs(&mut pem.as_slice())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| tls_err(path, e))?;
-    if certs.is_empty() {
-        return Err(tls_err(path, "no certificate found"));
+/// The shared plumbing's error as the witness reports it: an unreadable file stays an I/O
+/// error, the rest are TLS material errors (messages unchanged).
+fn daemon_err(e: accord_daemon::Error) -> Error {
+    match e {
+        accord_daemon::Error::Io { path, source } => Error::io(path, source),
+        other => Error::Tls(other.to_string()),
     }
-    Ok(certs)
 }
 
-/// Reads a PEM private key.
+/// Reads every certificate in a PEM file (the leaf first, then its chain; [`accord_daemon::pem`]).
+pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, Error> {
+    accord_daemon::pem::load_certs(path).map_err(daemon_err)
+}
+
+/// Reads a PEM private key ([`accord_daemon::pem`]).
 pub fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, Error> {
-    let pem = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    rustls_pemfile::private_key(&mut pem.as_slice())
-        .map_err(|e| tls_err(path, e))?
-        .ok_or_else(|| tls_err(path, "no private key found"))
+    accord_daemon::pem::load_key(path).map_err(daemon_err)
 }
 
 /// A rustls server config (ring provider, TLS 1.2 and 1.3, no client certificates) for a
@@ -130,28 +126,19 @@ pub struct GeneratedTls {
 }
 
 /// Generates a private CA (its key is discarded after signing) and a server certificate for
-/// `sans` (DNS names or IP addresses), both ECDSA P-256.
+/// `sans` (DNS names or IP addresses), both ECDSA P-256 ([`accord_daemon::pki`], server profile).
 pub fn generate(common_name: &str, sans: &[String]) -> Result<GeneratedTls, Error> {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-    let rc = |e: rcgen::Error| Error::Tls(format!("certificate generation: {e}"));
-    let ca_key = KeyPair::generate().map_err(rc)?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(rc)?;
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, format!("{common_name} witness CA"));
-    let ca_cert = ca_params.self_signed(&ca_key).map_err(rc)?;
-    let issuer = Issuer::new(ca_params, &ca_key);
-
-    let leaf_key = KeyPair::generate().map_err(rc)?;
-    let mut leaf_params = CertificateParams::new(sans.to_vec()).map_err(rc)?;
-    leaf_params
-        .distinguished_name
-        .push(DnType::CommonName, common_name.to_owned());
-    let leaf = leaf_params.signed_by(&leaf_key, &issuer).map_err(rc)?;
+    use accord_daemon::pki::{Profile, generate};
+    let m = generate(
+        &format!("{common_name} witness CA"),
+        common_name,
+        sans,
+        Profile::Server,
+    )
+    .map_err(daemon_err)?;
     Ok(GeneratedTls {
-        ca_cert_pem: ca_cert.pem(),
-        chain_pem: format!("{}{}", leaf.pem(), ca_cert.pem()),
-        key_pem: leaf_key.serialize_pem(),
+        chain_pem: format!("{}{}", m.cert_pem, m.ca_cert_pem),
+        ca_cert_pem: m.ca_cert_pem,
+        key_pem: m.key_pem,
     })
 }

@@ -14,9 +14,6 @@ use accord_proto::signing::RecordId;
 use rustls::pki_types::CertificateDer;
 use std::sync::Arc;
 
-pub use super::decisions::{Entry, EnvelopeEntry};
-pub use super::refusals::{Refusal, refusals};
-
 /// `FederationService.GetReceipts`: the latest receipt of each record the calling peer (known
 /// by its TLS identity) delivered, with the proof once a checkpoint includes the admission.
 pub async fn get_receipts(

@@ -175,8 +175,3 @@ pub fn refuse_from(
     }
     FedError::refused(code, detail)
 }
-
-/// The latest refusals, newest first (the first page of [`Refusals::page`]).
-pub fn refusals(cx: &FedContext, limit: usize) -> Result<Vec<Refusal>, Error> {
-    Ok(cx.refusals.page(cx.ledger.store(), "", limit)?.0)
-}
