@@ -380,3 +380,6 @@ impl Projection {
         Some(v)
     }
 }
+
+#[cfg(test)]
+mod tests;

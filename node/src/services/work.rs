@@ -131,6 +131,16 @@ impl WorkApi {
         Ok(caller)
     }
 
+    /// A permit for one more open stream (`limits.list_streams`, shared by every stream call).
+    fn stream_permit(&self, call: &str) -> Result<tokio::sync::OwnedSemaphorePermit, Error> {
+        self.streams.clone().try_acquire_owned().map_err(|_| {
+            Error::ResourceExhausted(format!(
+                "{} streams are open (limits.list_streams); {call} refused, retry later",
+                self.node.config.limits.list_streams
+            ))
+        })
+    }
+
     async fn append(
         &self,
         signed: SignedRecord,
@@ -228,13 +238,7 @@ impl WorkService for WorkApi {
         req: Request<pb::ListRecordsRequest>,
     ) -> Result<Response<Self::ListRecordsStream>, Status> {
         let caller = self.caller(&req)?;
-        let Ok(permit) = self.streams.clone().try_acquire_owned() else {
-            return Err(Error::ResourceExhausted(format!(
-                "{} ListRecords streams are open (limits.list_streams); retry later",
-                self.node.config.limits.list_streams
-            ))
-            .into());
-        };
+        let permit = self.stream_permit("ListRecords")?;
         let pb::ListRecordsRequest {
             from_sequence,
             limit,
@@ -274,6 +278,78 @@ impl WorkService for WorkApi {
         Ok(Response::new(
             view.ok_or_else(|| commitment_not_found(&id))?,
         ))
+    }
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn list_commitments(
+        &self,
+        req: Request<pb::ListCommitmentsRequest>,
+    ) -> Result<Response<pb::ListCommitmentsResponse>, Status> {
+        let caller = self.caller(&req)?;
+        let (node, rules) = (self.node.clone(), self.rules.clone());
+        let req = req.into_inner();
+        let page = tokio::task::spawn_blocking(move || {
+            super::commitments::page(&node, &rules, &caller, &req)
+        })
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))??;
+        Ok(Response::new(page))
+    }
+
+    type WatchCommitmentsStream = Stream<pb::CommitmentSummary>;
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn watch_commitments(
+        &self,
+        req: Request<pb::ListCommitmentsRequest>,
+    ) -> Result<Response<Self::WatchCommitmentsStream>, Status> {
+        let caller = self.caller(&req)?;
+        let filter = super::commitments::Filter::parse(&self.node, &caller, req.get_ref())?;
+        let permit = self.stream_permit("WatchCommitments")?;
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let (node, rules) = (self.node.clone(), self.rules.clone());
+        tokio::spawn(async move {
+            super::commitments::watch(node, rules, filter, tx).await;
+            drop(permit);
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
+    }
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn list_attention(
+        &self,
+        req: Request<pb::ListAttentionRequest>,
+    ) -> Result<Response<pb::ListAttentionResponse>, Status> {
+        let caller = self.caller(&req)?;
+        Ok(Response::new(super::attention::page(
+            &self.node,
+            &caller,
+            req.get_ref(),
+        )?))
+    }
+
+    type WatchAttentionStream = Stream<pb::AttentionItem>;
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn watch_attention(
+        &self,
+        req: Request<pb::WatchAttentionRequest>,
+    ) -> Result<Response<Self::WatchAttentionStream>, Status> {
+        let caller = self.caller(&req)?;
+        let req = req.into_inner();
+        let who = super::attention::whose(&self.node, &caller, &req.party)?;
+        let permit = self.stream_permit("WatchAttention")?;
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let node = self.node.clone();
+        tokio::spawn(async move {
+            super::attention::watch(node, who, req.from_sequence, tx).await;
+            drop(permit);
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
     }
 
     #[tracing::instrument(skip_all, fields(caller))]
