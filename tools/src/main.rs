@@ -15,6 +15,7 @@ mod offline;
 mod output;
 mod receipt;
 mod status;
+mod work;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
@@ -46,6 +47,9 @@ enum Cmd {
     Receipt(receipt::ReceiptCmd),
     /// One node's health on one screen: log size, checkpoint and witnesses, peers, quarantine.
     Status(status::StatusArgs),
+    /// Work state: a commitment, what needs a party, and a live feed of changes.
+    #[command(subcommand)]
+    Work(work::WorkCmd),
     /// gRPC health check over TLS (for probes): exit 0 when SERVING.
     Health(health::HealthArgs),
     /// Print a shell completion script: `accordctl completions bash > /etc/bash_completion.d/accordctl`.
@@ -108,6 +112,7 @@ fn main() -> ExitCode {
             Cmd::Bench(BenchCmd::Federation(a)) => bench_federation::run(a, out).await,
             Cmd::Admin(a) => admin::run(a, out).await,
             Cmd::Status(a) => status::run(a, out).await,
+            Cmd::Work(c) => work::run(c, out).await,
             Cmd::Health(a) => health::run(a, out).await,
             Cmd::Receipt(receipt::ReceiptCmd::Fetch(a)) => receipt::fetch(a, out).await,
             Cmd::Receipt(receipt::ReceiptCmd::Verify(_)) => Ok(()),
