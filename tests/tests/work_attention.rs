@@ -127,12 +127,18 @@ fn reason(s: &tonic::Status) -> (String, String) {
     (get("accord-reason"), get("accord-field"))
 }
 
-async fn list(c: &mut WorkClient, req: work::ListCommitmentsRequest) -> work::ListCommitmentsResponse {
+async fn list(
+    c: &mut WorkClient,
+    req: work::ListCommitmentsRequest,
+) -> work::ListCommitmentsResponse {
     c.list_commitments(req).await.expect("list").into_inner()
 }
 
 fn ids(r: &work::ListCommitmentsResponse) -> Vec<&str> {
-    r.commitments.iter().map(|c| c.commitment_id.as_str()).collect()
+    r.commitments
+        .iter()
+        .map(|c| c.commitment_id.as_str())
+        .collect()
 }
 
 async fn next<T>(s: &mut tonic::Streaming<T>) -> T {
@@ -155,7 +161,11 @@ async fn an_offer_expires_when_the_driven_clock_passes_its_validity_and_the_watc
         .into_inner();
     let first = next(&mut watch).await;
     assert_eq!(
-        (first.commitment_id.as_str(), first.state.as_str(), first.change.as_str()),
+        (
+            first.commitment_id.as_str(),
+            first.state.as_str(),
+            first.change.as_str()
+        ),
         ("c-exp", "requested", "initial")
     );
 
@@ -174,7 +184,9 @@ async fn an_offer_expires_when_the_driven_clock_passes_its_validity_and_the_watc
     assert!(matches!(last.operation, Some(Operation::Expire(_))));
     assert_eq!(last.basis.len(), 1, "the expire rests on the request");
     assert_eq!(entries.last().unwrap().recorded_at_unix_ms, T0 + 10_000);
+    // An open watch does not hold up the node's shutdown.
     d.stop().await;
+    drop(watch);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -184,7 +196,12 @@ async fn list_commitments_filters_what_needs_a_party_and_pages() {
     declare(&n, "alice", offered("c-2", 0)).await;
     declare(&n, "alice", pooled("c-3")).await;
     // bob promises and states c-1: alice's acceptance is awaited.
-    declare(&n, "bob", op("bob", "c-1", &[], Operation::Promise(rec::Promise {}))).await;
+    declare(
+        &n,
+        "bob",
+        op("bob", "c-1", &[], Operation::Promise(rec::Promise {})),
+    )
+    .await;
     declare(
         &n,
         "bob",
@@ -289,7 +306,77 @@ async fn list_commitments_filters_what_needs_a_party_and_pages() {
         .await
         .unwrap_err();
     assert_eq!(reason(&bad).1, "page_token");
+
+    // The same through accordctl, with bob's token: a table, and JSON for scripts.
+    let conn = vec![
+        "--node".to_string(),
+        format!("https://{}", n.addr),
+        "--ca".into(),
+        n.dir.join("tls/ca.pem").display().to_string(),
+        "--token-file".into(),
+        n.dir.join("parties/bob.token").display().to_string(),
+    ];
+    let (code, out, err) = accordctl(
+        &["work", "list", "--needs", "acme/bob", "--output", "json"],
+        &conn,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    let listed: Vec<(&str, &str)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["commitment_id"].as_str().unwrap(),
+                c["needs"][0].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(listed, [("c-2", "waiting_on"), ("c-3", "triage")]);
+    let (code, out, err) = accordctl(&["work", "list", "--needs", "acme/bob"], &conn).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("COMMITMENT"), "{out}");
+    assert!(out.contains("c-3") && out.contains("triage"), "{out}");
+    let (code, out, err) = accordctl(&["work", "show", "c-1", "--output", "json"], &conn).await;
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(v["state"], "stated");
+    assert_eq!(v["category"], "awaiting_acceptance");
+    assert_eq!(v["next_move"][0], "acme/alice");
+    let (code, out, err) = accordctl(
+        &["work", "watch", "--count", "2", "--output", "json"],
+        &conn,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let changes: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON document per line"))
+        .collect();
+    assert_eq!(changes.len(), 2);
+    assert!(changes.iter().all(|c| c["change"] == "initial"));
+    // A party asking what needs someone else is told why it may not.
+    let (code, _, err) = accordctl(&["work", "list", "--needs", "acme/alice"], &conn).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("permission") || err.contains("PermissionDenied"),
+        "{err}"
+    );
     d.stop().await;
+}
+
+/// Runs accordctl (off the runtime's workers: the node under test serves on them).
+async fn accordctl(args: &[&str], conn: &[String]) -> (i32, String, String) {
+    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    all.extend(conn.iter().cloned());
+    tokio::task::spawn_blocking(move || {
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        accord_tests::run_bin("accordctl", &refs, None).expect("accordctl runs")
+    })
+    .await
+    .unwrap()
 }
 
 fn promises_by_service(entries: &[work::LedgerEntry]) -> Vec<Record> {

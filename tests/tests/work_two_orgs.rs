@@ -25,7 +25,12 @@ async fn promised(c: &str) -> (TestNode, TestNode) {
         .await
         .unwrap();
     accord_tests::federate(&a, &b).await.unwrap();
-    declare(&a, "alice", request("acme", "alice", c, party("globex", "bob"))).await;
+    declare(
+        &a,
+        "alice",
+        request("acme", "alice", c, party("globex", "bob")),
+    )
+    .await;
     wait_state(&b, c, "requested").await;
     declare(
         &b,
@@ -49,7 +54,13 @@ async fn view(node: &TestNode, c: &str) -> work::GetCommitmentResponse {
 }
 
 /// Waits until both nodes derive what `check` wants of commitment `c`; returns both views.
-async fn both<F>(a: &TestNode, b: &TestNode, c: &str, what: &str, check: F) -> [work::GetCommitmentResponse; 2]
+async fn both<F>(
+    a: &TestNode,
+    b: &TestNode,
+    c: &str,
+    what: &str,
+    check: F,
+) -> [work::GetCommitmentResponse; 2]
 where
     F: Fn(&work::GetCommitmentResponse) -> bool,
 {
@@ -185,7 +196,10 @@ async fn an_approval_gate_answered_at_one_organisation_is_invalidated_by_an_amen
     for v in [&va, &vb] {
         let g = gate_of(v, &gate);
         assert_eq!(g.answers.len(), 1, "the old answer stays recorded");
-        assert!(!g.answers[0].valid, "an answer on the old content is not valid");
+        assert!(
+            !g.answers[0].valid,
+            "an answer on the old content is not valid"
+        );
         assert_eq!(v.category, "waiting");
     }
 
@@ -222,7 +236,13 @@ async fn control_handover_end_to_end_between_two_organisations() {
     declare(
         &b,
         "bob",
-        record("globex", "bob", c, &[], observe(rec::ExecutionReport::Running)),
+        record(
+            "globex",
+            "bob",
+            c,
+            &[],
+            observe(rec::ExecutionReport::Running),
+        ),
     )
     .await;
     both(&a, &b, c, "running", |v| v.execution == "running").await;
@@ -268,7 +288,13 @@ async fn control_handover_end_to_end_between_two_organisations() {
     declare(
         &b,
         "bob",
-        record("globex", "bob", c, &[], observe(rec::ExecutionReport::Paused)),
+        record(
+            "globex",
+            "bob",
+            c,
+            &[],
+            observe(rec::ExecutionReport::Paused),
+        ),
     )
     .await;
     both(&a, &b, c, "paused and confirmed", |v| {

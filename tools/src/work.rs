@@ -103,7 +103,10 @@ impl FilterArgs {
 }
 
 fn status(s: tonic::Status) -> anyhow::Error {
-    crate::hints::status_error(&s, "--token-file <node dir>/parties/<p>.token or admin.token")
+    crate::hints::status_error(
+        &s,
+        "--token-file <node dir>/parties/<p>.token or admin.token",
+    )
 }
 
 /// A summary as JSON.
@@ -269,7 +272,10 @@ async fn show(a: ShowArgs, out: Output) -> Result<()> {
                 ]
             })
             .collect();
-        output::table(&["GATE", "KIND", "STATUS", "ADDRESSED TO", "ANSWERS"], &rows);
+        output::table(
+            &["GATE", "KIND", "STATUS", "ADDRESSED TO", "ANSWERS"],
+            &rows,
+        );
     }
     Ok(())
 }

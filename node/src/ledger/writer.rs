@@ -215,10 +215,7 @@ impl<M: Machine> Writer<M> {
             wo.set_sync(true);
             let started = std::time::Instant::now();
             let records = batch.len();
-            let written = if self
-                .fail_writes
-                .load(std::sync::atomic::Ordering::SeqCst)
-            {
+            let written = if self.fail_writes.load(std::sync::atomic::Ordering::SeqCst) {
                 Err(Error::Storage("injected write failure".into()))
             } else {
                 self.store.db().write_opt(batch, &wo).map_err(storage)

@@ -50,7 +50,10 @@ async fn a_batch_whose_write_fails_is_never_visible() {
     let (clock, _) = Clock::manual(1_000);
     let (ledger, writer) = Ledger::open(dir.path(), machine, 8, clock).unwrap();
 
-    let first = ledger.append(append_of(&key, &request("c-1"))).await.unwrap();
+    let first = ledger
+        .append(append_of(&key, &request("c-1")))
+        .await
+        .unwrap();
     assert!(first.outcome.applied);
     {
         let p = published.read().unwrap();
@@ -65,7 +68,10 @@ async fn a_batch_whose_write_fails_is_never_visible() {
     assert!(matches!(failed, Err(Error::LedgerStopped)), "{failed:?}");
     {
         let p = published.read().unwrap();
-        assert!(p.get("c-2").is_none(), "an unsynced record's state is visible");
+        assert!(
+            p.get("c-2").is_none(),
+            "an unsynced record's state is visible"
+        );
         assert!(p.history("c-2").is_empty());
         assert_eq!(p.open_ids().cloned().collect::<Vec<_>>(), vec!["c-1"]);
         assert_eq!(p.service_snapshot().len(), 1);

@@ -48,7 +48,10 @@ pub fn to_pb(a: &Attention, to: &k::Party) -> pb::AttentionItem {
     let (about, detail) = match &a.about {
         k::Notification::Notice { notice_type, text } => (
             "notice",
-            format!("{}: {text}", notice_type.wire_name().unwrap_or("unspecified")),
+            format!(
+                "{}: {text}",
+                notice_type.wire_name().unwrap_or("unspecified")
+            ),
         ),
         k::Notification::AdministrativelyClosed { reason } => {
             ("administratively_closed", reason.clone())
@@ -76,7 +79,12 @@ pub fn to_pb(a: &Attention, to: &k::Party) -> pb::AttentionItem {
     }
 }
 
-fn read(node: &Node, who: &k::Party, after: Option<u64>, max: usize) -> Result<Vec<pb::AttentionItem>, Error> {
+fn read(
+    node: &Node,
+    who: &k::Party,
+    after: Option<u64>,
+    max: usize,
+) -> Result<Vec<pb::AttentionItem>, Error> {
     let p = node
         .projection
         .read()

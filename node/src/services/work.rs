@@ -24,16 +24,28 @@ pub struct WorkApi {
     rules: Arc<Visibility>,
     /// Open `ListRecords` streams, node-wide (`limits.list_streams`); each holds a permit.
     streams: Arc<Semaphore>,
+    /// Cancelled when the node shuts down: the open watch streams end (graceful shutdown waits
+    /// for every open call).
+    shutdown: tokio_util::sync::CancellationToken,
 }
 
 /// The service, ready to add to a tonic server.
 pub fn server(node: Arc<Node>) -> WorkServiceServer<WorkApi> {
+    server_until(node, tokio_util::sync::CancellationToken::new())
+}
+
+/// The service, whose watch streams end when `shutdown` is cancelled.
+pub fn server_until(
+    node: Arc<Node>,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> WorkServiceServer<WorkApi> {
     let rules = Arc::new(Visibility::new(&node.config));
     let streams = Arc::new(Semaphore::new(node.config.limits.list_streams));
     WorkServiceServer::new(WorkApi {
         node,
         rules,
         streams,
+        shutdown,
     })
     .max_decoding_message_size(4 * 1024 * 1024)
 }
@@ -308,8 +320,12 @@ impl WorkService for WorkApi {
         let permit = self.stream_permit("WatchCommitments")?;
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let (node, rules) = (self.node.clone(), self.rules.clone());
+        let shutdown = self.shutdown.clone();
         tokio::spawn(async move {
-            super::commitments::watch(node, rules, filter, tx).await;
+            tokio::select! {
+                _ = super::commitments::watch(node, rules, filter, tx) => {}
+                _ = shutdown.cancelled() => {}
+            }
             drop(permit);
         });
         Ok(Response::new(Box::pin(
@@ -343,8 +359,12 @@ impl WorkService for WorkApi {
         let permit = self.stream_permit("WatchAttention")?;
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let node = self.node.clone();
+        let shutdown = self.shutdown.clone();
         tokio::spawn(async move {
-            super::attention::watch(node, who, req.from_sequence, tx).await;
+            tokio::select! {
+                _ = super::attention::watch(node, who, req.from_sequence, tx) => {}
+                _ = shutdown.cancelled() => {}
+            }
             drop(permit);
         });
         Ok(Response::new(Box::pin(
