@@ -66,13 +66,15 @@ where
 {
     let mut out = Vec::new();
     for n in [a, b] {
-        let v = accord_tests::eventually(WAIT, || async {
+        let got = accord_tests::eventually(WAIT, || async {
             let v = view(n, c).await;
             check(&v).then_some(v)
         })
-        .await
-        .unwrap_or_else(|e| panic!("{}: {what}: {e}; now {:?}", n.name, view(n, c).await));
-        out.push(v);
+        .await;
+        match got {
+            Ok(v) => out.push(v),
+            Err(e) => panic!("{}: {what}: {e}; now {:?}", n.name, view(n, c).await),
+        }
     }
     [out.remove(0), out.remove(0)]
 }
