@@ -230,14 +230,14 @@ impl Projection {
                         self.touched.acted_upon.insert(*on);
                     }
                     // The Work service party wrote the promise a claim produced.
-                    k::Operation::Promise if record.author == access.service => {
-                        if self
-                            .promises_due
-                            .get(&record.commitment)
-                            .is_some_and(|cl| record.basis.contains(cl))
-                        {
-                            self.promises_due.remove(&record.commitment);
-                        }
+                    k::Operation::Promise
+                        if record.author == access.service
+                            && self
+                                .promises_due
+                                .get(&record.commitment)
+                                .is_some_and(|cl| record.basis.contains(cl)) =>
+                    {
+                        self.promises_due.remove(&record.commitment);
                     }
                     _ => {}
                 }
