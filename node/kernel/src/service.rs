@@ -61,8 +61,8 @@ pub struct ServiceAction {
 /// a promise record is produced"; [`Effect::PromiseProduced`](crate::Effect::PromiseProduced)).
 /// The claim already made the commitment promised; the Work service party then writes a
 /// `promise` resting on the claim, which records the promise and changes no state. `None` when
-/// `r` is not a promise by the Work service party (the ordinary rules apply); rejected
-/// `missing_basis` unless its basis names the commitment's current claim.
+/// `r` is not a promise by the Work service party naming the commitment's current claim in its
+/// basis: the ordinary rules apply (and refuse it: the Work service party is no candidate).
 pub(crate) fn produced_promise(
     c: &Commitment,
     r: &Record,
@@ -73,11 +73,9 @@ pub(crate) fn produced_promise(
         return Ok(None);
     }
     let claim = c.claim.as_ref().map(|cl| cl.record);
-    ensure(
-        claim.is_some_and(|cl| r.basis.contains(&cl)),
-        C::MissingBasis,
-        "a produced promise rests on the commitment's current claim",
-    )?;
+    if !claim.is_some_and(|cl| r.basis.contains(&cl)) {
+        return Ok(None);
+    }
     let mut next = c.clone();
     next.history.push(r.id);
     next.updated_at = now;

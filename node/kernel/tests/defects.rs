@@ -242,13 +242,14 @@ fn the_view_carries_lease_budget_counter_and_offers() {
 
 /// The promise record a claim produced (seed 000, "Assignment": claim — "a promise record is
 /// produced"): the Work service party writes `promise` resting on the claim; it is recorded and
-/// changes no state. Without the claim in basis, or by anyone else, it is not that record.
+/// changes no state. Without the claim in basis, or by anyone else, the ordinary rules apply.
 #[test]
 fn the_produced_promise_rests_on_the_claim_and_changes_nothing() {
     let (mut w, _) = world_with(pooled_request());
     let claim = w.ok(&Cast::k(), Operation::Claim);
     let before = w.c().clone();
-    w.err(&Cast::s(), Operation::Promise, RejectionCode::MissingBasis);
+    // Not resting on the claim, it is an ordinary promise: not allowed from promised.
+    w.err(&Cast::s(), Operation::Promise, RejectionCode::InvalidState);
     w.ok_with(&Cast::s(), Operation::Promise, &[claim], &[]);
     let after = w.c();
     assert_eq!(after.state(), Some(State::Promised));
