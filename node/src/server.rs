@@ -107,7 +107,10 @@ pub async fn run_with_clock(
         .add_service(health)
         .add_service(reflection)
         .add_service(reflection_v1alpha)
-        .add_service(crate::services::work::server(node.clone()))
+        .add_service(crate::services::work::server_until(
+            node.clone(),
+            shutdown.clone(),
+        ))
         .add_service(crate::services::log::server(node.clone()))
         .add_service(crate::services::federation::server(node.clone()))
         .add_service(crate::services::admin::server(node.clone()))

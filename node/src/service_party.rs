@@ -1,9 +1,16 @@
 //! The Work service party (seed 000, "Records written by the Work service"): on each clock tick it
-//! asks the kernel what is due (`due_work`: expire, implicit accept, resume, unclaim), and writes
-//! each as a record authored by `<org>/work-service`, signed with the node key, resting on its
-//! prior declaration in `basis`. The records go through the same ledger path as any other, so the
-//! kernel checks them again and they replay like any other.
+//! asks the kernel what is due (`due_work`: expire, implicit accept, resume, unclaim, a gate's
+//! obsolete closings) and which claims still wait for the promise record they produced (seed 000,
+//! "Assignment": claim — "a promise record is produced"), and writes each as a record authored by
+//! `<org>/work-service`, signed with the node key, resting on its basis. The records go through
+//! the same ledger path as any other: the wire record is the only thing built here, and its
+//! kernel form comes from [`crate::convert::record_from_pb`] like a submitted record's (issue
+//! 10, item 4), so the live run and a replay convert the same bytes.
+//!
+//! The scan runs on a blocking thread over a snapshot of the open commitments taken under a
+//! short read lock (the projection's lock is not held while the kernel computes what is due).
 
+use crate::error::Error;
 use crate::node::Node;
 use crate::projection::WORK_SERVICE;
 use accord_kernel as k;
@@ -14,8 +21,23 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-fn to_pb(node: &Node, a: &k::ServiceAction, now: i64) -> pb::Record {
-    let op = match &a.op {
+/// One record the Work service party must write: its commitment, basis, items and operation.
+#[derive(Debug, Clone)]
+pub struct Due {
+    /// The commitment.
+    pub commitment: String,
+    /// What it rests on.
+    pub basis: Vec<k::RecordId>,
+    /// The items it acts on (empty = every open item).
+    pub items: Vec<String>,
+    /// The operation, in wire form.
+    pub op: Op,
+}
+
+/// The wire operation of a due action; `None` for an operation the Work service party never
+/// writes (logged, not written).
+fn wire_op(op: &k::Operation) -> Option<Op> {
+    Some(match op {
         k::Operation::Expire => Op::Expire(pb::Expire {}),
         k::Operation::Accept {
             evidence_ref,
@@ -32,51 +54,103 @@ fn to_pb(node: &Node, a: &k::ServiceAction, now: i64) -> pb::Record {
         k::Operation::Unclaim { reason } => Op::Unclaim(pb::Unclaim {
             reason: reason.clone(),
         }),
-        other => {
-            tracing::error!(op = other.wire_name(), "unexpected Work service operation");
-            Op::Notice(pb::Notice::default())
+        k::Operation::GateDecision {
+            answer,
+            content_digest,
+            participant,
+            reason,
+        } => Op::GateDecision(pb::GateDecision {
+            answer: answer.to_wire(),
+            content_digest: content_digest
+                .map(|d| d.to_vec().into())
+                .unwrap_or_default(),
+            participant: participant.as_ref().map(crate::convert::party_to_pb),
+            reason: reason.clone(),
+        }),
+        _ => return None,
+    })
+}
+
+/// What is due for one commitment at `now`.
+fn due_for(c: &k::Commitment, promise_claim: Option<k::RecordId>, now: i64) -> Vec<Due> {
+    let mut out = Vec::new();
+    if let Some(claim) = promise_claim.filter(|cl| c.claim.as_ref().map(|x| x.record) == Some(*cl))
+    {
+        out.push(Due {
+            commitment: c.id.clone(),
+            basis: vec![claim],
+            items: Vec::new(),
+            op: Op::Promise(pb::Promise {}),
+        });
+    }
+    for a in k::due_work(c, now) {
+        match wire_op(&a.op) {
+            Some(op) => out.push(Due {
+                commitment: a.commitment,
+                basis: a.basis,
+                items: a.items,
+                op,
+            }),
+            None => {
+                tracing::error!(op = a.op.wire_name(), "unexpected Work service operation")
+            }
         }
+    }
+    out
+}
+
+/// Everything due at `now`, from a snapshot of the open commitments (taken under a short read
+/// lock; the kernel runs without the lock).
+pub fn scan(node: &Node, now: i64) -> Vec<Due> {
+    let Ok(snapshot) = node.projection.read().map(|p| p.service_snapshot()) else {
+        return Vec::new();
     };
-    pb::Record {
+    snapshot
+        .iter()
+        .flat_map(|(c, claim)| due_for(c, *claim, now))
+        .collect()
+}
+
+/// Signs `due` as the Work service party and appends it; the kernel form is converted from the
+/// signed wire record.
+pub async fn write(node: &Node, due: Due, now: i64) -> Result<crate::ledger::AppendResult, Error> {
+    let record = pb::Record {
         author: Some(pb::PartyRef {
             organisation: node.name().to_string(),
             name: WORK_SERVICE.to_string(),
         }),
         declared_at_unix_ms: now,
-        commitment_id: a.commitment.clone(),
-        basis: a.basis.iter().map(|b| b.to_vec().into()).collect(),
-        items: a.items.clone(),
+        commitment_id: due.commitment,
+        basis: due.basis.iter().map(|b| b.to_vec().into()).collect(),
+        items: due.items,
         nonce: Default::default(),
-        operation: Some(op),
-    }
+        operation: Some(due.op),
+    };
+    let signed = signing::sign_record(&node.signer, &record);
+    let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
+    let input = crate::convert::record_from_pb(id, &record)?;
+    node.ledger
+        .append(crate::ledger::Append { id, signed, input })
+        .await
 }
 
 /// Writes what is due at `now`; returns how many records were written.
 pub async fn tick(node: &Arc<Node>, now: i64) -> usize {
-    let actions: Vec<k::ServiceAction> = match node.projection.read() {
-        Ok(p) => p
-            .open_ids()
-            .filter_map(|id| p.get(id))
-            .flat_map(|c| k::due_work(c, now))
-            .collect(),
-        Err(_) => return 0,
+    let scanning = node.clone();
+    let due = match tokio::task::spawn_blocking(move || scan(&scanning, now)).await {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::error!(error = %e, "work service scan failed");
+            return 0;
+        }
     };
     let mut written = 0;
-    for a in actions {
-        let record = to_pb(node, &a, now);
-        let signed = signing::sign_record(&node.signer, &record);
-        let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
-        let input = a
-            .clone()
-            .into_record(id, &k::Party::new(node.name(), WORK_SERVICE));
-        match node
-            .ledger
-            .append(crate::ledger::Append { id, signed, input })
-            .await
-        {
+    for d in due {
+        let commitment = d.commitment.clone();
+        match write(node, d, now).await {
             Ok(r) => {
                 written += 1;
-                tracing::info!(commitment = %a.commitment, kind = ?a.kind, sequence = r.sequence, applied = r.outcome.applied, "work service record");
+                tracing::info!(%commitment, sequence = r.sequence, applied = r.outcome.applied, "work service record");
             }
             Err(e) => tracing::warn!(error = %e, "work service record not written"),
         }
@@ -84,7 +158,8 @@ pub async fn tick(node: &Arc<Node>, now: i64) -> usize {
     written
 }
 
-/// Ticks every `clock.tick_ms` until `shutdown`.
+/// Ticks every `clock.tick_ms` (of real time; what is due is decided on the node's clock) until
+/// `shutdown`.
 pub async fn run_clock(node: Arc<Node>, shutdown: CancellationToken) {
     let mut t = tokio::time::interval(Duration::from_millis(node.config.clock.tick_ms));
     t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

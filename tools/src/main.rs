@@ -33,6 +33,7 @@ mod output;
 mod receipt;
 #[cfg(feature = "node")]
 mod status;
+mod work;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
@@ -68,6 +69,9 @@ enum Cmd {
     /// One node's health on one screen: log size, checkpoint and witnesses, peers, quarantine.
     #[cfg(feature = "node")]
     Status(status::StatusArgs),
+    /// Work state: a commitment, what needs a party, and a live feed of changes.
+    #[command(subcommand)]
+    Work(work::WorkCmd),
     /// gRPC health check over TLS (for probes): exit 0 when SERVING.
     #[cfg(feature = "node")]
     Health(health::HealthArgs),
@@ -138,6 +142,7 @@ fn online(cmd: Cmd, out: output::Output) -> ExitCode {
             Cmd::Bench(BenchCmd::Federation(a)) => bench_federation::run(a, out).await,
             Cmd::Admin(a) => admin::run(a, out).await,
             Cmd::Status(a) => status::run(a, out).await,
+            Cmd::Work(c) => work::run(c, out).await,
             Cmd::Health(a) => health::run(a, out).await,
             Cmd::Receipt(receipt::ReceiptCmd::Fetch(a)) => receipt::fetch(a, out).await,
             Cmd::Receipt(receipt::ReceiptCmd::Verify(_)) => Ok(()),

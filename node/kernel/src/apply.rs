@@ -116,6 +116,9 @@ fn apply_in(
         ),
     )?;
 
+    if let Some(done) = service::produced_promise(c, record, access, now)? {
+        return Ok((done, Vec::new()));
+    }
     let (key, condition) = resolve(c, record)?;
     let ctx = Ctx {
         c,

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::commitment::{Commitment, Deferral, Statement};
 use crate::ctx::Ctx;
-use crate::record::{GateAnswer, Operation, Party, Record, RecordId, hex_id};
+use crate::record::{GateAnswer, Operation, Record, RecordId, hex_id};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
 use crate::state::{State, StateSet};
 
@@ -40,8 +40,9 @@ pub enum ServiceKind {
     CloseParticipant,
 }
 
-/// A record the Work service party must write now. The node turns it into a [`Record`] authored
-/// by `Access::service` (see [`ServiceAction::into_record`]), signs it and applies it.
+/// A record the Work service party must write now. The node writes it as a wire record authored
+/// by `Access::service`, signs it, and converts the signed record back into a [`Record`] the way
+/// every other record is converted (one route from a signed record to its kernel form).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServiceAction {
     /// Which record.
@@ -56,18 +57,29 @@ pub struct ServiceAction {
     pub op: Operation,
 }
 
-impl ServiceAction {
-    /// The record, once the node knows its id (after signing).
-    pub fn into_record(self, id: RecordId, service: &Party) -> Record {
-        Record {
-            id,
-            author: service.clone(),
-            commitment: self.commitment,
-            basis: self.basis,
-            items: self.items,
-            op: self.op,
-        }
+/// The promise record a claim produced (seed 000, "Assignment": claim — "requested to promised;
+/// a promise record is produced"; [`Effect::PromiseProduced`](crate::Effect::PromiseProduced)).
+/// The claim already made the commitment promised; the Work service party then writes a
+/// `promise` resting on the claim, which records the promise and changes no state. `None` when
+/// `r` is not a promise by the Work service party naming the commitment's current claim in its
+/// basis: the ordinary rules apply (and refuse it: the Work service party is no candidate).
+pub(crate) fn produced_promise(
+    c: &Commitment,
+    r: &Record,
+    access: &crate::access::Access,
+    now: i64,
+) -> Result<Option<Commitment>, Rejection> {
+    if !matches!(r.op, Operation::Promise) || r.author != access.service {
+        return Ok(None);
     }
+    let claim = c.claim.as_ref().map(|cl| cl.record);
+    if !claim.is_some_and(|cl| r.basis.contains(&cl)) {
+        return Ok(None);
+    }
+    let mut next = c.clone();
+    next.history.push(r.id);
+    next.updated_at = now;
+    Ok(Some(next))
 }
 
 /// Why an implicit acceptance may not be written.

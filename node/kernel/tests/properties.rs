@@ -452,7 +452,7 @@ proptest! {
                 let before = w.c().clone();
                 for a in due_work(w.c(), w.now) {
                     let id = w.fresh_id();
-                    let r = a.into_record(id, &Cast::s());
+                    let r = common::service_record(a, id);
                     let kind = r.op.wire_name();
                     let res = w.apply_record(r);
                     prop_assert!(res.is_ok(), "due {} rejected: {:?}", kind, res);

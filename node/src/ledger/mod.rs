@@ -5,7 +5,8 @@
 //! waiting (up to `max_batch`), assigns sequence numbers, lets the [`Machine`] (the Work kernel's
 //! projection) decide each record's outcome in ledger order, and writes records, id index, Merkle
 //! nodes and outcomes in one `WriteBatch` with `sync = true`. Only after that write returns is
-//! any of them answered `recorded`. A failed write poisons the ledger: the in-memory state may be
+//! any of them answered `recorded`, and only then does the machine publish the batch's derived
+//! state to readers ([`Machine::publish`]). A failed write poisons the ledger: the in-memory state may be
 //! ahead of the disk, so the writer stops and every later append fails until a restart recovers
 //! from disk.
 
@@ -45,6 +46,7 @@ pub struct Ledger<I> {
     tx: mpsc::Sender<Job<I>>,
     len: watch::Receiver<u64>,
     metrics: Arc<std::sync::OnceLock<crate::metrics::Metrics>>,
+    fail_writes: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl<I> std::fmt::Debug for Ledger<I> {
@@ -62,6 +64,7 @@ impl<I> Clone for Ledger<I> {
             tx: self.tx.clone(),
             len: self.len.clone(),
             metrics: self.metrics.clone(),
+            fail_writes: self.fail_writes.clone(),
         }
     }
 }
@@ -103,11 +106,14 @@ impl<I: Send + 'static> Ledger<I> {
                 seq = entry.sequence + 1;
             }
         }
+        machine.publish();
         let (len_tx, len_rx) = watch::channel(len);
         let (tx, rx) = mpsc::channel(max_batch.max(1) * 4);
         let metrics = Arc::new(std::sync::OnceLock::new());
+        let fail_writes = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let w = writer::Writer::new(store.clone(), machine, len, max_batch, len_tx, clock)?
-            .observed(metrics.clone());
+            .observed(metrics.clone())
+            .faults(fail_writes.clone());
         let handle = std::thread::Builder::new()
             .name("ledger-writer".into())
             .spawn(move || w.run(rx))
@@ -118,6 +124,7 @@ impl<I: Send + 'static> Ledger<I> {
                 tx,
                 len: len_rx,
                 metrics,
+                fail_writes,
             },
             handle,
         ))
@@ -147,6 +154,14 @@ impl<I: Send + 'static> Ledger<I> {
     /// [`Error::LedgerStopped`]. Used at graceful shutdown.
     pub async fn stop(&self) {
         let _ = self.tx.send(Job::Stop).await;
+    }
+
+    /// Fault injection for tests: every later synced write fails as a disk error would (the
+    /// writer then stops, as after a real failure).
+    #[cfg(test)]
+    pub(crate) fn fail_writes(&self) {
+        self.fail_writes
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// The storage, for reads.

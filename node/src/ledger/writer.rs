@@ -24,6 +24,10 @@ pub trait Machine: Send + 'static {
     fn apply(&mut self, seq: u64, id: &RecordId, input: &Self::Input, now: i64) -> Outcome;
     /// Re-applies a stored entry at start-up (replay); must reach the same outcome.
     fn restore(&mut self, entry: &LedgerEntry);
+    /// Makes everything applied or restored so far visible to readers. The writer calls it
+    /// only after the batch's synced write returned (reads see only synced records), and the
+    /// ledger once after the replay at start-up.
+    fn publish(&mut self) {}
 }
 
 /// The answer to an append.
@@ -48,6 +52,8 @@ pub(super) struct Writer<M: Machine> {
     len_tx: watch::Sender<u64>,
     metrics: Arc<std::sync::OnceLock<crate::metrics::Metrics>>,
     clock: crate::clock::Clock,
+    /// Fault injection (tests only set it): the next synced writes fail as a disk error would.
+    fail_writes: Arc<std::sync::atomic::AtomicBool>,
 }
 
 type Reply = oneshot::Sender<Result<AppendResult, Error>>;
@@ -73,6 +79,7 @@ impl<M: Machine> Writer<M> {
             len_tx,
             metrics: Arc::default(),
             clock,
+            fail_writes: Arc::default(),
         })
     }
 
@@ -82,6 +89,12 @@ impl<M: Machine> Writer<M> {
         metrics: Arc<std::sync::OnceLock<crate::metrics::Metrics>>,
     ) -> Self {
         self.metrics = metrics;
+        self
+    }
+
+    /// Shares the fault-injection switch (see [`super::Ledger::fail_writes`]).
+    pub(super) fn faults(mut self, fail_writes: Arc<std::sync::atomic::AtomicBool>) -> Self {
+        self.fail_writes = fail_writes;
         self
     }
 
@@ -202,7 +215,11 @@ impl<M: Machine> Writer<M> {
             wo.set_sync(true);
             let started = std::time::Instant::now();
             let records = batch.len();
-            let written = self.store.db().write_opt(batch, &wo);
+            let written = if self.fail_writes.load(std::sync::atomic::Ordering::SeqCst) {
+                Err(Error::Storage("injected write failure".into()))
+            } else {
+                self.store.db().write_opt(batch, &wo).map_err(storage)
+            };
             tracing::trace!(
                 records,
                 jobs = replies.len(),
@@ -213,8 +230,10 @@ impl<M: Machine> Writer<M> {
                 for (reply, _) in replies {
                     let _ = reply.send(Err(Error::LedgerStopped));
                 }
-                return Err(storage(e));
+                return Err(e);
             }
+            // Synced: now readers may see the batch's derived state, before anyone hears of it.
+            self.machine.publish();
             self.len_tx.send_replace(self.next);
         }
         if let Some(m) = self.metrics.get() {

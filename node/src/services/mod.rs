@@ -2,6 +2,8 @@
 //! ([`crate::convert`]) and maps [`crate::Error`] to a status through its one `From` impl.
 
 pub mod admin;
+pub mod attention;
+pub mod commitments;
 pub mod federation;
 pub mod listing;
 pub mod log;

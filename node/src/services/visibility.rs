@@ -122,3 +122,10 @@ impl EntryFilter<'_> {
         self.rules.entry_in(&self.projection, &self.who, entry)
     }
 }
+
+impl Visibility {
+    /// Whether `who` may read commitment `id` in `p` (for listings that hold one read lock).
+    pub fn may_read(&self, p: &Projection, who: &k::Party, id: &str) -> bool {
+        p.may_read(id, &self.access, who)
+    }
+}

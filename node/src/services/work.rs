@@ -21,16 +21,23 @@ pub struct WorkApi {
     rules: Arc<Visibility>,
     /// Open `ListRecords` streams, node-wide (`limits.list_streams`); each holds a permit.
     streams: Arc<Semaphore>,
+    /// Cancelled when the node shuts down: the open watch streams end (graceful shutdown waits
+    /// for every open call).
+    shutdown: tokio_util::sync::CancellationToken,
 }
 
-/// The service, ready to add to a tonic server.
-pub fn server(node: Arc<Node>) -> WorkServiceServer<WorkApi> {
+/// The service, whose watch streams end when `shutdown` is cancelled.
+pub fn server_until(
+    node: Arc<Node>,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> WorkServiceServer<WorkApi> {
     let rules = Arc::new(Visibility::new(&node.config));
     let streams = Arc::new(Semaphore::new(node.config.limits.list_streams));
     WorkServiceServer::new(WorkApi {
         node,
         rules,
         streams,
+        shutdown,
     })
     .max_decoding_message_size(4 * 1024 * 1024)
 }
@@ -51,6 +58,16 @@ impl WorkApi {
         };
         tracing::Span::current().record("caller", who);
         Ok(caller)
+    }
+
+    /// A permit for one more open stream (`limits.list_streams`, shared by every stream call).
+    fn stream_permit(&self, call: &str) -> Result<tokio::sync::OwnedSemaphorePermit, Error> {
+        self.streams.clone().try_acquire_owned().map_err(|_| {
+            Error::ResourceExhausted(format!(
+                "{} streams are open (limits.list_streams); {call} refused, retry later",
+                self.node.config.limits.list_streams
+            ))
+        })
     }
 }
 
@@ -145,13 +162,7 @@ impl WorkService for WorkApi {
         req: Request<pb::ListRecordsRequest>,
     ) -> Result<Response<Self::ListRecordsStream>, Status> {
         let caller = self.caller(&req)?;
-        let Ok(permit) = self.streams.clone().try_acquire_owned() else {
-            return Err(Error::ResourceExhausted(format!(
-                "{} ListRecords streams are open (limits.list_streams); retry later",
-                self.node.config.limits.list_streams
-            ))
-            .into());
-        };
+        let permit = self.stream_permit("ListRecords")?;
         let pb::ListRecordsRequest {
             from_sequence,
             limit,
@@ -191,6 +202,86 @@ impl WorkService for WorkApi {
         Ok(Response::new(
             view.ok_or_else(|| commitment_not_found(&id))?,
         ))
+    }
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn list_commitments(
+        &self,
+        req: Request<pb::ListCommitmentsRequest>,
+    ) -> Result<Response<pb::ListCommitmentsResponse>, Status> {
+        let caller = self.caller(&req)?;
+        let (node, rules) = (self.node.clone(), self.rules.clone());
+        let req = req.into_inner();
+        let page = tokio::task::spawn_blocking(move || {
+            super::commitments::page(&node, &rules, &caller, &req)
+        })
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))??;
+        Ok(Response::new(page))
+    }
+
+    type WatchCommitmentsStream = Stream<pb::CommitmentSummary>;
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn watch_commitments(
+        &self,
+        req: Request<pb::ListCommitmentsRequest>,
+    ) -> Result<Response<Self::WatchCommitmentsStream>, Status> {
+        let caller = self.caller(&req)?;
+        let filter = super::commitments::Filter::parse(&self.node, &caller, req.get_ref())?;
+        let permit = self.stream_permit("WatchCommitments")?;
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let (node, rules) = (self.node.clone(), self.rules.clone());
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = super::commitments::watch(node, rules, filter, tx) => {}
+                _ = shutdown.cancelled() => {}
+            }
+            drop(permit);
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
+    }
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn list_attention(
+        &self,
+        req: Request<pb::ListAttentionRequest>,
+    ) -> Result<Response<pb::ListAttentionResponse>, Status> {
+        let caller = self.caller(&req)?;
+        Ok(Response::new(super::attention::page(
+            &self.node,
+            &caller,
+            req.get_ref(),
+        )?))
+    }
+
+    type WatchAttentionStream = Stream<pb::AttentionItem>;
+
+    #[tracing::instrument(skip_all, fields(caller))]
+    async fn watch_attention(
+        &self,
+        req: Request<pb::WatchAttentionRequest>,
+    ) -> Result<Response<Self::WatchAttentionStream>, Status> {
+        let caller = self.caller(&req)?;
+        let req = req.into_inner();
+        let who = super::attention::whose(&self.node, &caller, &req.party)?;
+        let permit = self.stream_permit("WatchAttention")?;
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let node = self.node.clone();
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = super::attention::watch(node, who, req.from_sequence, tx) => {}
+                _ = shutdown.cancelled() => {}
+            }
+            drop(permit);
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
     }
 
     #[tracing::instrument(skip_all, fields(caller))]

@@ -252,7 +252,7 @@ impl World {
         let due = due_work(self.c(), self.now);
         for a in due.clone() {
             let id = self.fresh_id();
-            let r = a.into_record(id, &Cast::s());
+            let r = service_record(a, id);
             self.apply_record(r)
                 .unwrap_or_else(|e| panic!("service record rejected: {e}"));
         }
@@ -376,4 +376,17 @@ pub fn promised() -> World {
     let (mut w, _) = world_with(basic_request());
     w.ok(&Cast::c(), Operation::Promise);
     w
+}
+
+/// The record the Work service party writes for a due action (what the node builds from its wire
+/// form).
+pub fn service_record(a: ServiceAction, id: RecordId) -> Record {
+    Record {
+        id,
+        author: Cast::s(),
+        commitment: a.commitment,
+        basis: a.basis,
+        items: a.items,
+        op: a.op,
+    }
 }
