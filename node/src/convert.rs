@@ -109,6 +109,9 @@ fn parties(list: &[pb::PartyRef]) -> Vec<k::Party> {
 #[path = "convert_issue11_tests.rs"]
 mod issue11_tests;
 
+#[path = "convert_run.rs"]
+pub mod run;
+
 /// Converts a decoded record (whose signature the caller has verified) into the kernel's form,
 /// after checking every identifier in it against [`crate::ident`] ([`check_idents`]).
 pub fn record_from_pb(id: k::RecordId, r: &pb::Record) -> R<k::Record> {
@@ -494,6 +497,15 @@ fn operation(op: &Op) -> R<k::Operation> {
             outcome: k::RecheckOutcome::from_wire(r.outcome),
             note: r.note.clone(),
         },
+        Op::RunStart(_)
+        | Op::RunTransition(_)
+        | Op::RunAction(_)
+        | Op::RunProposal(_)
+        | Op::RunDecision(_)
+        | Op::RunEvidence(_)
+        | Op::RunOutput(_)
+        | Op::RunAuditEvent(_) => run::operation(op)?
+            .ok_or_else(|| Error::Internal("run record without run operation".into()))?,
     })
 }
 

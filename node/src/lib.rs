@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod node;
 pub mod pki;
 pub mod projection;
+pub mod runs;
 pub mod server;
 pub mod service_party;
 pub mod services;

@@ -30,6 +30,8 @@ pub struct Projection {
     /// ([`k::parties_with_role`]): who may read it (issue 8). A party keeps reading a
     /// commitment it had a role on (it has seen it; its records are in it).
     readers: HashMap<String, BTreeSet<k::Party>>,
+    /// The runs (seed 002), kept apart from the commitments ([`crate::runs`]).
+    pub runs: crate::runs::Runs,
 }
 
 impl Projection {
@@ -85,6 +87,10 @@ impl Projection {
         access: &k::Access,
         now: i64,
     ) -> (Outcome, Vec<k::Effect>) {
+        // Run records go to the run machine (seed 002), not to the commitment kernel.
+        if matches!(record.op, k::Operation::Run(_)) {
+            return (self.runs.apply(record, access, now), Vec::new());
+        }
         // apply_with sees every commitment: a taken reopening id is refused, and an admission
         // about a record of no known commitment is applied without derived state.
         let result = k::apply_with(&self.commitments, record, access, now);

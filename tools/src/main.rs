@@ -14,6 +14,7 @@ mod inproc;
 mod offline;
 mod output;
 mod receipt;
+mod run;
 mod status;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -44,6 +45,9 @@ enum Cmd {
     /// Federation receipts: fetch one, or verify one offline.
     #[command(subcommand)]
     Receipt(receipt::ReceiptCmd),
+    /// Runs: a run's receipt, and offline verification of a receipt file.
+    #[command(subcommand)]
+    Run(run::RunCmd),
     /// One node's health on one screen: log size, checkpoint and witnesses, peers, quarantine.
     Status(status::StatusArgs),
     /// gRPC health check over TLS (for probes): exit 0 when SERVING.
@@ -75,6 +79,7 @@ fn main() -> ExitCode {
         // Offline verification needs no runtime and has its own exit codes (0 valid, 1 invalid, 2 usage).
         Cmd::Offline(c) => return offline::run(c, out),
         Cmd::Receipt(receipt::ReceiptCmd::Verify(a)) => return receipt::verify(a, out),
+        Cmd::Run(run::RunCmd::VerifyReceipt(a)) => return run::verify_receipt(a, out),
         Cmd::Completions { shell } => {
             // Into a buffer first: clap_complete panics when its writer fails (`| head`).
             let mut script = Vec::new();
@@ -111,6 +116,8 @@ fn main() -> ExitCode {
             Cmd::Health(a) => health::run(a, out).await,
             Cmd::Receipt(receipt::ReceiptCmd::Fetch(a)) => receipt::fetch(a, out).await,
             Cmd::Receipt(receipt::ReceiptCmd::Verify(_)) => Ok(()),
+            Cmd::Run(run::RunCmd::Receipt(a)) => run::receipt(a, out).await,
+            Cmd::Run(run::RunCmd::VerifyReceipt(_)) => Ok(()),
             Cmd::Offline(_) | Cmd::Completions { .. } => Ok(()),
         }
     });
