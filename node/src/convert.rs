@@ -130,7 +130,9 @@ pub fn record_from_pb_recorded(id: k::RecordId, r: &pb::Record) -> R<k::Record> 
             "organisation and name are required",
         ));
     }
-    if r.commitment_id.is_empty() {
+    // A run record executes no commitment when its commitment_id is empty (seed 002).
+    let is_run = r.operation.as_ref().and_then(run::run_id).is_some();
+    if r.commitment_id.is_empty() && !is_run {
         return Err(Error::invalid("record.payload.commitment_id", "required"));
     }
     let basis = r

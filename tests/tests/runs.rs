@@ -187,7 +187,11 @@ async fn every_state_and_every_declared_transition() {
             };
             assert_eq!(code(&r), want, "{from} -> {to}");
         }
-        assert_eq!(get(&mut c, &run).await, before, "refused moves change nothing");
+        assert_eq!(
+            get(&mut c, &run).await,
+            before,
+            "refused moves change nothing"
+        );
         // Every declared move out of `from`, each on its own run.
         for to in &t[from] {
             n_runs += 1;
@@ -201,7 +205,10 @@ async fn every_state_and_every_declared_transition() {
             assert_eq!((last.prior, last.next), (num(from), num(to)));
             assert_eq!(last.record_id, r.record_id);
             assert_eq!(last.context.as_ref().unwrap().metadata["ticket"], "T-1");
-            assert_eq!(g.terminal, ["completed", "failed", "rejected", "canceled", "expired"].contains(to));
+            assert_eq!(
+                g.terminal,
+                ["completed", "failed", "rejected", "canceled", "expired"].contains(to)
+            );
         }
     }
     // All 14 states were reached and every declared arrow taken.
@@ -235,13 +242,18 @@ async fn approval_needs_context_terminal_refuses_and_visibility() {
         proposal: p.record_id.clone(),
         ..Default::default()
     });
-    assert!(applied(&go(&mut c, "a1", "awaiting_approval", with.clone()).await));
+    assert!(applied(
+        &go(&mut c, "a1", "awaiting_approval", with.clone()).await
+    ));
     let r = go(&mut c, "a1", "partially_approved", None).await;
     assert_eq!(code(&r), "missing_approval_context");
     assert!(applied(&go(&mut c, "a1", "partially_approved", with).await));
     assert!(applied(&go(&mut c, "a1", "rejected", None).await));
     // Terminal: no move, no new action; the state stays rejected.
-    assert_eq!(code(&go(&mut c, "a1", "running", None).await), "terminal_state");
+    assert_eq!(
+        code(&go(&mut c, "a1", "running", None).await),
+        "terminal_state"
+    );
     let act = c
         .add_action(pb::AddActionRequest {
             action: Some(rec::RunAction {
@@ -269,7 +281,10 @@ async fn approval_needs_context_terminal_refuses_and_visibility() {
         .await
         .unwrap_err();
     assert_eq!(e2.code(), tonic::Code::NotFound);
-    assert_eq!(e.message().replace("a1", "x"), e2.message().replace("nope", "x"));
+    assert_eq!(
+        e.message().replace("a1", "x"),
+        e2.message().replace("nope", "x")
+    );
     let mut op = client(&n, &n.admin_token()).await;
     assert_eq!(get(&mut op, "a1").await.state, num("rejected"));
     // Bad input: a missing body and a bad state number are InvalidArgument, nothing recorded.
@@ -311,7 +326,7 @@ async fn action(c: &mut Client, run: &str, tool: &str, gated: bool, proposal: &[
     r.record_id.to_vec()
 }
 
-async fn receipt(c: &mut Client, run: &str) -> pb::RunReceipt {
+async fn run_receipt(c: &mut Client, run: &str) -> pb::RunReceipt {
     c.get_receipt(pb::GetRunRequest { run: run.into() })
         .await
         .unwrap()
@@ -390,7 +405,7 @@ async fn receipts_show_missing_link_decisions_and_verify_offline() {
         .into_inner();
     assert!(applied(&out));
     assert!(applied(&go(&mut c, "g1", "completed", None).await));
-    let r = receipt(&mut c, "g1").await;
+    let r = run_receipt(&mut c, "g1").await;
     assert_eq!(r.state, num("completed"));
     assert!(r.terminal && r.output_present && r.ended_at_unix_ms > 0);
     assert_eq!(r.gated_actions.len(), 1);
@@ -424,7 +439,7 @@ async fn receipts_show_missing_link_decisions_and_verify_offline() {
     assert!(applied(&go(&mut c, "g2", "running", None).await));
     let a2 = action(&mut c, "g2", "deploy", true, &[]).await;
     assert!(applied(&go(&mut c, "g2", "completed", None).await));
-    let r2 = receipt(&mut c, "g2").await;
+    let r2 = run_receipt(&mut c, "g2").await;
     assert_eq!(r2.gated_actions.len(), 1);
     assert_eq!(r2.gated_actions[0].action.to_vec(), a2);
     assert!(r2.gated_actions[0].approvals.is_empty());
@@ -449,12 +464,27 @@ async fn receipts_show_missing_link_decisions_and_verify_offline() {
         v
     };
     let a: Vec<String> = args(false);
-    let (code, table, err) = run_bin("accordctl", &a.iter().map(String::as_str).collect::<Vec<_>>(), None).unwrap();
+    let (code, table, err) = run_bin(
+        "accordctl",
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        None,
+    )
+    .unwrap();
     assert_eq!(code, 0, "{err}");
     assert!(table.contains("no approving decision"), "{table}");
-    assert!(table.lines().any(|l| l.starts_with("evidence") && l.contains("missing")), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("evidence") && l.contains("missing")),
+        "{table}"
+    );
     let a: Vec<String> = args(true);
-    let (code, json, err) = run_bin("accordctl", &a.iter().map(String::as_str).collect::<Vec<_>>(), None).unwrap();
+    let (code, json, err) = run_bin(
+        "accordctl",
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        None,
+    )
+    .unwrap();
     assert_eq!(code, 0, "{err}");
     let j: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(j["state"], "completed");
@@ -475,9 +505,14 @@ async fn recovery_run_linked_to_parent_with_prior_work() {
     assert!(applied(&go(&mut c, "first", "recovering", None).await));
     assert!(applied(&go(&mut c, "first", "failed", None).await));
     // A failed run is not reopened.
-    assert_eq!(code(&go(&mut c, "first", "running", None).await), "terminal_state");
+    assert_eq!(
+        code(&go(&mut c, "first", "running", None).await),
+        "terminal_state"
+    );
     let w = c
-        .get_prior_work(pb::GetRunRequest { run: "first".into() })
+        .get_prior_work(pb::GetRunRequest {
+            run: "first".into(),
+        })
         .await
         .unwrap()
         .into_inner();
@@ -487,7 +522,10 @@ async fn recovery_run_linked_to_parent_with_prior_work() {
     assert!(w.needs_confirmation);
     assert_eq!(w.state, num("failed"));
     // The recovery run needs the replay confirmed.
-    assert_eq!(code(&start(&mut c, "second", "", "first").await), "replay_not_confirmed");
+    assert_eq!(
+        code(&start(&mut c, "second", "", "first").await),
+        "replay_not_confirmed"
+    );
     let r = c
         .create_run(pb::CreateRunRequest {
             commitment_id: String::new(),
@@ -503,11 +541,16 @@ async fn recovery_run_linked_to_parent_with_prior_work() {
         .into_inner();
     assert!(applied(&r));
     assert_eq!(get(&mut c, "second").await.parent, "first");
-    let child = receipt(&mut c, "second").await;
+    let child = run_receipt(&mut c, "second").await;
     assert_eq!(child.parent, "first");
-    assert!(child.trigger.is_empty() && child.initiator.is_empty() && child.persistence_mode.is_empty());
-    assert_eq!(receipt(&mut c, "first").await.child_runs, 1);
-    assert_eq!(code(&start(&mut c, "third", "", "nope").await), "unknown_run");
+    assert!(
+        child.trigger.is_empty() && child.initiator.is_empty() && child.persistence_mode.is_empty()
+    );
+    assert_eq!(run_receipt(&mut c, "first").await.child_runs, 1);
+    assert_eq!(
+        code(&start(&mut c, "third", "", "nope").await),
+        "unknown_run"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -544,7 +587,9 @@ async fn run_at_globex_executing_acme_commitment_is_seen_at_acme() {
         let mut alice = alice.clone();
         async move {
             let g = alice
-                .get_run(pb::GetRunRequest { run: "exec-1".into() })
+                .get_run(pb::GetRunRequest {
+                    run: "exec-1".into(),
+                })
                 .await
                 .ok()?
                 .into_inner();
@@ -556,7 +601,7 @@ async fn run_at_globex_executing_acme_commitment_is_seen_at_acme() {
     assert_eq!(seen.organisation, "globex");
     assert_eq!(seen.commitment_id, c);
     assert_eq!(seen.transitions.len(), 2);
-    let r = receipt(&mut alice, "exec-1").await;
+    let r = run_receipt(&mut alice, "exec-1").await;
     assert_eq!(r.node, "acme");
     assert_eq!(r.state, num("completed"));
     assert_eq!(verify(&a, &r, "fed").0, 0);

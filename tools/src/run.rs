@@ -161,7 +161,13 @@ fn print_table(r: &RunReceipt) {
             s.to_string()
         }
     };
-    let t = |v: i64| if v == 0 { "missing".into() } else { v.to_string() };
+    let t = |v: i64| {
+        if v == 0 {
+            "missing".into()
+        } else {
+            v.to_string()
+        }
+    };
     let l = |list: &[prost::bytes::Bytes]| {
         if list.is_empty() {
             "missing".to_string()
@@ -215,7 +221,11 @@ fn print_table(r: &RunReceipt) {
         ("persistence", m(&r.persistence_mode)),
         (
             "proofs",
-            format!("{} records against {}'s checkpoint", r.records.len(), r.node),
+            format!(
+                "{} records against {}'s checkpoint",
+                r.records.len(),
+                r.node
+            ),
         ),
     ]);
 }

@@ -83,7 +83,9 @@ impl RunApi {
             organisation: self.node.name().to_string(),
             name: party,
         };
-        let resp = self.sign_append(author.clone(), commitment, vec![], op).await?;
+        let resp = self
+            .sign_append(author.clone(), commitment, vec![], op)
+            .await?;
         if resp.outcome.as_ref().is_some_and(|o| o.applied) {
             let id: k::RecordId = resp.record_id.as_ref().try_into().unwrap_or([0; 32]);
             let effects = self
@@ -185,7 +187,9 @@ impl RunApi {
                 match run {
                     Some(r)
                         if r.commitment.as_deref().is_some_and(|c| {
-                            self.rules.commitment(&self.node, &caller, c).unwrap_or(false)
+                            self.rules
+                                .commitment(&self.node, &caller, c)
+                                .unwrap_or(false)
                         }) =>
                     {
                         Some(r)
