@@ -221,9 +221,6 @@ async fn approval_needs_context_terminal_refuses_and_visibility() {
     let mut c = client(&n, &n.party_token("alice")).await;
     assert!(applied(&start(&mut c, "a1", "", "").await));
     assert!(applied(&go(&mut c, "a1", "running", None).await));
-    for to in ["awaiting_approval", "partially_approved"] {
-        let _ = to;
-    }
     let r = go(&mut c, "a1", "awaiting_approval", None).await;
     assert_eq!(code(&r), "missing_approval_context");
     assert_eq!(get(&mut c, "a1").await.state, num("running"));
