@@ -11,6 +11,8 @@ const PROTOS: &[&str] = &[
     "accord/federation/v1/federation.proto",
     "accord/witness/v1/witness.proto",
     "accord/admin/v1/admin.proto",
+    "accord/record/v1/run_record.proto",
+    "accord/run/v1/run.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

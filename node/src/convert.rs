@@ -109,6 +109,9 @@ fn parties(list: &[pb::PartyRef]) -> Vec<k::Party> {
 #[path = "convert_issue11_tests.rs"]
 mod issue11_tests;
 
+#[path = "convert_run.rs"]
+pub mod run;
+
 /// Converts a decoded record (whose signature the caller has verified) into the kernel's form,
 /// after checking every identifier in it against [`crate::ident`] ([`check_idents`]).
 pub fn record_from_pb(id: k::RecordId, r: &pb::Record) -> R<k::Record> {
@@ -127,7 +130,9 @@ pub fn record_from_pb_recorded(id: k::RecordId, r: &pb::Record) -> R<k::Record> 
             "organisation and name are required",
         ));
     }
-    if r.commitment_id.is_empty() {
+    // A run record executes no commitment when its commitment_id is empty (seed 002).
+    let is_run = r.operation.as_ref().and_then(run::run_id).is_some();
+    if r.commitment_id.is_empty() && !is_run {
         return Err(Error::invalid("record.payload.commitment_id", "required"));
     }
     let basis = r
@@ -494,6 +499,15 @@ fn operation(op: &Op) -> R<k::Operation> {
             outcome: k::RecheckOutcome::from_wire(r.outcome),
             note: r.note.clone(),
         },
+        Op::RunStart(_)
+        | Op::RunTransition(_)
+        | Op::RunAction(_)
+        | Op::RunProposal(_)
+        | Op::RunDecision(_)
+        | Op::RunEvidence(_)
+        | Op::RunOutput(_)
+        | Op::RunAuditEvent(_) => run::operation(op)?
+            .ok_or_else(|| Error::Internal("run record without run operation".into()))?,
     })
 }
 

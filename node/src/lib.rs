@@ -28,6 +28,7 @@ pub(crate) mod metrics;
 pub(crate) mod node;
 pub(crate) mod pki;
 pub(crate) mod projection;
+pub(crate) mod runs;
 pub(crate) mod server;
 pub(crate) mod service_party;
 pub(crate) mod services;

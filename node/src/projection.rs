@@ -58,6 +58,8 @@ impl k::Directory for Commitments {
 /// What a batch changed, to publish after its synced write.
 #[derive(Debug, Default)]
 struct Touched {
+    /// A run record applied: the runs are published whole (they are few; see `crate::runs`).
+    runs: bool,
     commitments: BTreeSet<String>,
     acted_upon: BTreeSet<RecordId>,
     parties: BTreeSet<k::Party>,
@@ -82,6 +84,8 @@ pub struct Projection {
     promises_due: BTreeMap<String, RecordId>,
     /// What changed since the last publication (the machine's working copy only).
     touched: Touched,
+    /// The runs (seed 002), kept apart from the commitments ([`crate::runs`]).
+    pub runs: crate::runs::Runs,
 }
 
 impl Projection {
@@ -210,6 +214,11 @@ impl Projection {
 
     /// Applies one record; returns its outcome. Its effects are kept as derived state.
     fn apply(&mut self, seq: u64, record: &k::Record, access: &k::Access, now: i64) -> Outcome {
+        // Run records go to the run machine (seed 002), not to the commitment kernel.
+        if matches!(record.op, k::Operation::Run(_)) {
+            self.touched.runs = true;
+            return self.runs.apply(record, access, now);
+        }
         // apply_with sees every commitment: a taken reopening id is refused, and an admission
         // about a record of no known commitment is applied without derived state.
         let result = k::apply_with(&self.commitments, record, access, now);
@@ -270,6 +279,9 @@ impl Projection {
     /// tails are copied; commitments are shared handles.
     fn publish_into(&mut self, published: &mut Projection) {
         let touched = std::mem::take(&mut self.touched);
+        if touched.runs {
+            published.runs = self.runs.clone();
+        }
         for id in touched.commitments {
             match self.commitments.0.get(&id) {
                 Some(c) => {

@@ -114,6 +114,7 @@ pub async fn run_with_clock(
         .add_service(crate::services::log::server(node.clone()))
         .add_service(crate::services::federation::server(node.clone()))
         .add_service(crate::services::admin::server(node.clone()))
+        .add_service(crate::services::run::server(node.clone()))
         .serve_with_incoming_shutdown(incoming, shutdown.cancelled())
         .await
         .map_err(|e| Error::Internal(format!("serve: {e}")));
@@ -144,6 +145,7 @@ pub const SERVED_SERVICES: &[&str] = &[
     "accord.log.v1.LogService",
     "accord.federation.v1.FederationService",
     "accord.admin.v1.AdminService",
+    "accord.run.v1.RunService",
     "grpc.health.v1.Health",
     "grpc.reflection.v1.ServerReflection",
     "grpc.reflection.v1alpha.ServerReflection",

@@ -43,6 +43,13 @@ pub mod admin {
         tonic::include_proto!("accord.admin.v1");
     }
 }
+/// Runs and execution receipts (`accord.run.v1`).
+pub mod run {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("accord.run.v1");
+    }
+}
 
 /// The encoded `FileDescriptorSet` of every Accord proto file, for gRPC reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("accord_descriptor");

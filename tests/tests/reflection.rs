@@ -11,6 +11,7 @@ const NODE: &[&str] = &[
     "accord.admin.v1.AdminService",
     "accord.federation.v1.FederationService",
     "accord.log.v1.LogService",
+    "accord.run.v1.RunService",
     "accord.work.v1.WorkService",
     "grpc.health.v1.Health",
     "grpc.reflection.v1.ServerReflection",

@@ -31,8 +31,10 @@ mod offline;
 #[cfg_attr(not(feature = "node"), allow(dead_code))]
 mod output;
 mod receipt;
+mod run;
 #[cfg(feature = "node")]
 mod status;
+#[cfg(feature = "node")]
 mod work;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -66,10 +68,14 @@ enum Cmd {
     /// Federation receipts: fetch one, or verify one offline.
     #[command(subcommand)]
     Receipt(receipt::ReceiptCmd),
+    /// Runs: a run's receipt, and offline verification of a receipt file.
+    #[command(subcommand)]
+    Run(run::RunCmd),
     /// One node's health on one screen: log size, checkpoint and witnesses, peers, quarantine.
     #[cfg(feature = "node")]
     Status(status::StatusArgs),
     /// Work state: a commitment, what needs a party, and a live feed of changes.
+    #[cfg(feature = "node")]
     #[command(subcommand)]
     Work(work::WorkCmd),
     /// gRPC health check over TLS (for probes): exit 0 when SERVING.
@@ -103,6 +109,7 @@ fn main() -> ExitCode {
         // Offline verification needs no runtime and has its own exit codes (0 valid, 1 invalid, 2 usage).
         Cmd::Offline(c) => offline::run(c, out),
         Cmd::Receipt(receipt::ReceiptCmd::Verify(a)) => receipt::verify(a, out),
+        Cmd::Run(run::RunCmd::VerifyReceipt(a)) => run::verify_receipt(a, out),
         Cmd::Completions { shell } => {
             // Into a buffer first: clap_complete panics when its writer fails (`| head`).
             let mut script = Vec::new();
@@ -146,6 +153,8 @@ fn online(cmd: Cmd, out: output::Output) -> ExitCode {
             Cmd::Health(a) => health::run(a, out).await,
             Cmd::Receipt(receipt::ReceiptCmd::Fetch(a)) => receipt::fetch(a, out).await,
             Cmd::Receipt(receipt::ReceiptCmd::Verify(_)) => Ok(()),
+            Cmd::Run(run::RunCmd::Receipt(a)) => run::receipt(a, out).await,
+            Cmd::Run(run::RunCmd::VerifyReceipt(_)) => Ok(()),
             Cmd::Offline(_) | Cmd::Completions { .. } => Ok(()),
         }
     });

@@ -8,6 +8,9 @@
 //!   Work service party's records (expire, implicit accept, service resume and unclaim): each
 //!   node's own Work service party writes them from the same declarations, and a peer's kernel
 //!   would reject another node's service party (`wrong_role`);
+//!   Run records (seed 002) carry the commitment their run executes as `commitment_id`, so they
+//!   go to the organisations holding that commitment by the same rule (a run executing none
+//!   stays local);
 //! * wakes the quarantined records waiting for it (seed 000, "Federation admission": a
 //!   quarantine "later closes as admitted").
 //!

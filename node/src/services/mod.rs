@@ -7,6 +7,8 @@ pub mod commitments;
 pub mod federation;
 pub mod listing;
 pub mod log;
+pub mod run;
+pub mod run_receipt;
 pub mod submit;
 pub mod visibility;
 pub mod work;

@@ -1,0 +1,79 @@
+//! The runs the node knows (seed 002, "Run states and execution receipts"), beside the
+//! commitments in the [`Projection`](crate::projection::Projection): every `Operation::Run`
+//! record, in ledger order, goes to the kernel's run machine ([`kr::apply_run`]); a rejected one
+//! is recorded with its rejection and changes nothing. Like the commitments, runs are derived:
+//! start-up replays the ledger and reaches the same runs.
+
+use crate::ledger::Outcome;
+use accord_kernel as k;
+use accord_kernel::run as kr;
+use accord_proto::signing::RecordId;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+/// How many applied records' effects are kept for [`Runs::take_effects`]: effects are taken by
+/// the RunService right after its own write; the bound keeps records submitted elsewhere (whose
+/// effects nobody takes) from growing the map.
+const EFFECTS_KEPT: usize = 1024;
+
+/// Every run's derived state, who wrote it, and the effects of recently applied records.
+#[derive(Debug, Default, Clone)]
+pub struct Runs {
+    runs: BTreeMap<String, kr::Run>,
+    /// Run id -> the parties that wrote an applied record of it (who is "on" the run).
+    writers: HashMap<String, BTreeSet<k::Party>>,
+    effects: HashMap<RecordId, Vec<kr::RunEffect>>,
+    effects_order: VecDeque<RecordId>,
+}
+
+impl Runs {
+    /// One run's derived state.
+    pub fn get(&self, id: &str) -> Option<&kr::Run> {
+        self.runs.get(id)
+    }
+
+    /// How many runs name `id` as their parent.
+    pub fn child_count(&self, id: &str) -> usize {
+        kr::child_count(self.runs.values(), id)
+    }
+
+    /// Whether `who` wrote an applied record of run `id`.
+    pub fn wrote(&self, id: &str, who: &k::Party) -> bool {
+        self.writers.get(id).is_some_and(|w| w.contains(who))
+    }
+
+    /// The effects of the applied record `id` (an execution claim, an acted-upon), once.
+    pub fn take_effects(&mut self, id: &RecordId) -> Vec<kr::RunEffect> {
+        self.effects.remove(id).unwrap_or_default()
+    }
+
+    /// Applies one run record at ledger time `now`.
+    pub fn apply(&mut self, record: &k::Record, access: &k::Access, now: i64) -> Outcome {
+        match kr::apply_run(&self.runs, record, access, now) {
+            Ok(kr::RunApplied { next, effects }) => {
+                self.writers
+                    .entry(next.id.clone())
+                    .or_default()
+                    .insert(record.author.clone());
+                if !effects.is_empty() {
+                    if self.effects_order.len() >= EFFECTS_KEPT
+                        && let Some(old) = self.effects_order.pop_front()
+                    {
+                        self.effects.remove(&old);
+                    }
+                    self.effects_order.push_back(record.id);
+                    self.effects.insert(record.id, effects);
+                }
+                self.runs.insert(next.id.clone(), next);
+                Outcome {
+                    applied: true,
+                    ..Default::default()
+                }
+            }
+            Err(r) => Outcome {
+                applied: false,
+                rejection_code: r.code.as_str().to_string(),
+                rejection_detail: r.detail,
+            },
+        }
+    }
+}
