@@ -16,6 +16,9 @@
 //!
 //! Exit codes of `verify-receipt`: 0 valid; 1 invalid (one-line reason on stderr); 2 usage.
 
+// Without the `node` feature only `verify-receipt` is built; the printing helpers rest unused.
+#![cfg_attr(not(feature = "node"), allow(dead_code, unused_imports))]
+
 use accord_proto::checkpoint::{Checkpoint, open_checkpoint};
 use accord_proto::merkle::{leaf_hash, verify_inclusion};
 use accord_proto::note::{Note, Verifier};
@@ -61,12 +64,14 @@ pub fn state_name(n: i32) -> &'static str {
 #[derive(Debug, Subcommand)]
 pub enum RunCmd {
     /// Print a run's receipt (references as short ids; missing fields marked missing).
+    #[cfg(feature = "node")]
     Receipt(ReceiptArgs),
     /// Verify a receipt file offline: checkpoint signatures, inclusion proofs, fields.
     VerifyReceipt(VerifyArgs),
 }
 
 /// Options of `run receipt`.
+#[cfg(feature = "node")]
 #[derive(Debug, Args)]
 pub struct ReceiptArgs {
     #[command(flatten)]
@@ -231,6 +236,7 @@ fn print_table(r: &RunReceipt) {
 }
 
 /// `run receipt`.
+#[cfg(feature = "node")]
 pub async fn receipt(a: ReceiptArgs, out: crate::output::Output) -> Result<()> {
     let c = &a.conn;
     if c.token_file.is_none() && c.cert.is_none() {
