@@ -23,7 +23,16 @@ fn numbers(v: &serde_json::Value, keys: &[&str]) {
 // One test, so the benches run one after another and do not compete for the cores.
 #[test]
 fn quick_benches_print_their_json() {
-    let v = last_json(&["bench", "append", "--quick", "--json", "--records", "1000", "--latency-secs", "1"]);
+    let v = last_json(&[
+        "bench",
+        "append",
+        "--quick",
+        "--json",
+        "--records",
+        "1000",
+        "--latency-secs",
+        "1",
+    ]);
     numbers(
         &v,
         &[
@@ -38,7 +47,16 @@ fn quick_benches_print_their_json() {
         ],
     );
     assert!(v["appends_per_s"].as_f64().unwrap() > 0.0);
-    let v = last_json(&["bench", "federation", "--quick", "--json", "--records", "500", "--latency-records", "50"]);
+    let v = last_json(&[
+        "bench",
+        "federation",
+        "--quick",
+        "--json",
+        "--records",
+        "500",
+        "--latency-records",
+        "50",
+    ]);
     numbers(
         &v,
         &[
@@ -51,5 +69,12 @@ fn quick_benches_print_their_json() {
         ],
     );
     let v = last_json(&["bench", "log", "--quick", "--json", "--proofs", "100"]);
-    numbers(&v, &["inclusion_time_ratio", "node_reads_ratio", "checkpoint_sign_us"]);
+    numbers(
+        &v,
+        &[
+            "inclusion_time_ratio",
+            "node_reads_ratio",
+            "checkpoint_sign_us",
+        ],
+    );
 }
