@@ -58,8 +58,6 @@ impl k::Directory for Commitments {
 /// What a batch changed, to publish after its synced write.
 #[derive(Debug, Default)]
 struct Touched {
-    /// A run record applied: the runs are published whole (they are few; see `crate::runs`).
-    runs: bool,
     commitments: BTreeSet<String>,
     acted_upon: BTreeSet<RecordId>,
     parties: BTreeSet<k::Party>,
@@ -216,7 +214,6 @@ impl Projection {
     fn apply(&mut self, seq: u64, record: &k::Record, access: &k::Access, now: i64) -> Outcome {
         // Run records go to the run machine (seed 002), not to the commitment kernel.
         if matches!(record.op, k::Operation::Run(_)) {
-            self.touched.runs = true;
             return self.runs.apply(record, access, now);
         }
         // apply_with sees every commitment: a taken reopening id is refused, and an admission
@@ -279,9 +276,7 @@ impl Projection {
     /// tails are copied; commitments are shared handles.
     fn publish_into(&mut self, published: &mut Projection) {
         let touched = std::mem::take(&mut self.touched);
-        if touched.runs {
-            published.runs = self.runs.clone();
-        }
+        self.runs.publish_into(&mut published.runs);
         for id in touched.commitments {
             match self.commitments.0.get(&id) {
                 Some(c) => {

@@ -16,13 +16,17 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 const EFFECTS_KEPT: usize = 1024;
 
 /// Every run's derived state, who wrote it, and the effects of recently applied records.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct Runs {
     runs: BTreeMap<String, kr::Run>,
     /// Run id -> the parties that wrote an applied record of it (who is "on" the run).
     writers: HashMap<String, BTreeSet<k::Party>>,
     effects: HashMap<RecordId, Vec<kr::RunEffect>>,
     effects_order: VecDeque<RecordId>,
+    /// Since the last [`Runs::publish_into`] (the machine's working copy only): the runs
+    /// changed and the records whose effects were kept.
+    touched: BTreeSet<String>,
+    new_effects: Vec<RecordId>,
 }
 
 impl Runs {
@@ -46,6 +50,35 @@ impl Runs {
         self.effects.remove(id).unwrap_or_default()
     }
 
+    /// Keeps `effects` of record `id`, forgetting the oldest beyond [`EFFECTS_KEPT`].
+    fn keep_effects(&mut self, id: RecordId, effects: Vec<kr::RunEffect>) {
+        if self.effects_order.len() >= EFFECTS_KEPT
+            && let Some(old) = self.effects_order.pop_front()
+        {
+            self.effects.remove(&old);
+        }
+        self.effects_order.push_back(id);
+        self.effects.insert(id, effects);
+    }
+
+    /// Copies what changed since the last call into `published`: O(runs touched by the batch),
+    /// not O(all runs), since it runs on the writer's path after every synced batch.
+    pub fn publish_into(&mut self, published: &mut Runs) {
+        for id in std::mem::take(&mut self.touched) {
+            if let Some(r) = self.runs.get(&id) {
+                published.runs.insert(id.clone(), r.clone());
+            }
+            if let Some(w) = self.writers.get(&id) {
+                published.writers.insert(id, w.clone());
+            }
+        }
+        for rid in std::mem::take(&mut self.new_effects) {
+            if let Some(e) = self.effects.get(&rid) {
+                published.keep_effects(rid, e.clone());
+            }
+        }
+    }
+
     /// Applies one run record at ledger time `now`.
     pub fn apply(&mut self, record: &k::Record, access: &k::Access, now: i64) -> Outcome {
         match kr::apply_run(&self.runs, record, access, now) {
@@ -55,14 +88,10 @@ impl Runs {
                     .or_default()
                     .insert(record.author.clone());
                 if !effects.is_empty() {
-                    if self.effects_order.len() >= EFFECTS_KEPT
-                        && let Some(old) = self.effects_order.pop_front()
-                    {
-                        self.effects.remove(&old);
-                    }
-                    self.effects_order.push_back(record.id);
-                    self.effects.insert(record.id, effects);
+                    self.keep_effects(record.id, effects);
+                    self.new_effects.push(record.id);
                 }
+                self.touched.insert(next.id.clone());
                 self.runs.insert(next.id.clone(), next);
                 Outcome {
                     applied: true,
