@@ -64,9 +64,24 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// Block compression of a column family (issue 15, item 5). Records (signed protobuf: names,
+/// text, JSON-ish payloads) and the other modules' values (JSON) compress; `ids` and `tree` hold
+/// SHA-256 hashes, which do not, so compressing them would only cost CPU on every proof read.
+/// LZ4 on the upper levels keeps flushes and compactions cheap; the bottommost level, where cold
+/// data ends up, gets Zstandard for the better ratio. Both are compiled from source by the
+/// rocksdb crate's `lz4` and `zstd` features: no system library is needed.
+fn compression(name: &str) -> (DBCompressionType, DBCompressionType) {
+    match name {
+        "ids" | "tree" => (DBCompressionType::None, DBCompressionType::None),
+        _ => (DBCompressionType::Lz4, DBCompressionType::Zstd),
+    }
+}
+
 fn cf_options(name: &str, cache: &rocksdb::Cache) -> Options {
     let mut o = Options::default();
-    o.set_compression_type(DBCompressionType::None);
+    let (upper, bottom) = compression(name);
+    o.set_compression_type(upper);
+    o.set_bottommost_compression_type(bottom);
     let mut b = BlockBasedOptions::default();
     b.set_block_cache(cache);
     // Point lookups dominate `ids` (dedup) and `tree` (every proof is O(log n) gets): bloom
@@ -334,6 +349,18 @@ impl Store {
         self.db.get_cf(self.cf("meta")?, key).map_err(storage)
     }
 
+    /// Compacts every column family down to its bottommost level (measurements of the space a
+    /// ledger takes once its data is cold: `BENCHMARKS.md`, "Space").
+    pub fn compact(&self) -> Result<(), Error> {
+        for name in rocksdb::DB::list_cf(&Options::default(), self.db.path()).map_err(storage)? {
+            if let Some(cf) = self.db.cf_handle(&name) {
+                self.db.flush_cf(cf).map_err(storage)?;
+                self.db.compact_range_cf(cf, None::<&[u8]>, None::<&[u8]>);
+            }
+        }
+        Ok(())
+    }
+
     /// Writes a `meta` value durably.
     pub fn put_meta(&self, key: &str, value: &[u8]) -> Result<(), Error> {
         let mut wo = rocksdb::WriteOptions::default();
@@ -373,4 +400,128 @@ fn u64_key(k: &[u8]) -> Result<u64, Error> {
 
 fn decode_entry(v: &[u8]) -> Result<LedgerEntry, Error> {
     LedgerEntry::decode(v).map_err(|e| Error::Storage(format!("corrupt ledger entry: {e}")))
+}
+
+#[cfg(test)]
+mod space {
+    //! Bytes on disk per 1 KiB record (issue 15, item 5). Ignored in the suite (it writes
+    //! ~100 MB); run with
+    //! `cargo test -p accord-node --lib bytes_per_record -- --ignored --nocapture`.
+    use crate::ledger::{Append, Ledger, Machine, Outcome};
+    use accord_proto::pb::record::v1 as pb;
+    use accord_proto::pb::work::v1::LedgerEntry;
+    use rand::Rng;
+
+    struct Null;
+    impl Machine for Null {
+        type Input = ();
+        fn apply(&mut self, _: u64, _: &[u8; 32], _: &(), _: i64) -> Outcome {
+            Outcome {
+                applied: true,
+                ..Default::default()
+            }
+        }
+        fn restore(&mut self, _: &LedgerEntry) {}
+    }
+
+    /// Prose-like text of `len` bytes: words drawn from a 256-word vocabulary (about 8 bits of
+    /// entropy per word), so it compresses as text does, not as a repeated string would.
+    fn prose(rng: &mut impl Rng, len: usize) -> String {
+        let vocab: Vec<String> = (0..256u32)
+            .map(|i| {
+                let n = 3 + (i % 7) as usize;
+                (0..n)
+                    .map(|j| char::from(b'a' + ((i * 7 + j as u32 * 13) % 26) as u8))
+                    .collect()
+            })
+            .collect();
+        let mut s = String::new();
+        while s.len() < len {
+            s.push_str(&vocab[rng.gen_range(0..vocab.len())]);
+            s.push(' ');
+        }
+        s.truncate(len);
+        s
+    }
+
+    fn dir_bytes(dir: &std::path::Path) -> u64 {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.metadata().ok())
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+            .sum()
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    #[ignore]
+    async fn bytes_per_record() {
+        const N: u64 = 50_000;
+        let dir = tempfile::tempdir().unwrap();
+        let (clock, _) = crate::clock::Clock::manual(1_700_000_000_000);
+        let (ledger, writer) = Ledger::open(dir.path(), Null, 512, clock).unwrap();
+        let signer = accord_proto::note::Signer::generate("acme/alice", &mut rand::rngs::OsRng)
+            .unwrap();
+        let mut rng = rand::thread_rng();
+        let mut logical = 0u64;
+        let mut pending = Vec::new();
+        for i in 0..N {
+            let r = pb::Record {
+                author: Some(pb::PartyRef {
+                    organisation: "acme".into(),
+                    name: "alice".into(),
+                }),
+                declared_at_unix_ms: 1_700_000_000_000 + i as i64,
+                commitment_id: format!("deal-{i}"),
+                nonce: rng.r#gen::<[u8; 8]>().to_vec().into(),
+                operation: Some(pb::record::Operation::Request(pb::Request {
+                    candidate: Some(pb::PartyRef {
+                        organisation: "globex".into(),
+                        name: "bob".into(),
+                    }),
+                    terms: Some(pb::Terms {
+                        title: format!("deal {i}"),
+                        description: prose(&mut rng, 860),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })),
+                ..Default::default()
+            };
+            let signed = accord_proto::signing::sign_record(&signer, &r);
+            logical += prost::Message::encoded_len(&signed) as u64;
+            let id = accord_proto::signing::record_id(&signed.payload_type, &signed.payload);
+            let l = ledger.clone();
+            pending.push(tokio::spawn(async move {
+                l.append(Append {
+                    id,
+                    signed,
+                    input: (),
+                })
+                .await
+            }));
+            if pending.len() >= 4096 {
+                for p in pending.drain(..) {
+                    p.await.unwrap().unwrap();
+                }
+            }
+        }
+        for p in pending.drain(..) {
+            p.await.unwrap().unwrap();
+        }
+        let store = ledger.store().clone();
+        store.compact().unwrap();
+        let on_disk = dir_bytes(dir.path());
+        println!(
+            "records {N}: signed record {:.0} B on average; on disk {:.0} B per record \
+             (records, ids, tree, meta; compacted)",
+            logical as f64 / N as f64,
+            on_disk as f64 / N as f64
+        );
+        ledger.stop().await;
+        drop(ledger);
+        drop(store);
+        writer.join().unwrap();
+    }
 }
