@@ -13,6 +13,7 @@
 //! (reason codes, receipts) are in `accord-proto`; daemon plumbing in `accord-daemon`.
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod clock;
 pub mod config;
 pub mod ident;

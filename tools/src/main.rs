@@ -26,6 +26,8 @@ mod health;
 mod hints;
 #[cfg(feature = "node")]
 mod inproc;
+#[cfg(feature = "node")]
+mod ledger;
 mod offline;
 // Progress bars and spinners serve the online commands only.
 #[cfg_attr(not(feature = "node"), allow(dead_code))]
@@ -81,6 +83,10 @@ enum Cmd {
     /// gRPC health check over TLS (for probes): exit 0 when SERVING.
     #[cfg(feature = "node")]
     Health(health::HealthArgs),
+    /// The node's ledger, offline: `verify` replays it and compares with what is stored.
+    #[cfg(feature = "node")]
+    #[command(subcommand)]
+    Ledger(ledger::LedgerCmd),
     /// Print a shell completion script: `accordctl completions bash > /etc/bash_completion.d/accordctl`.
     Completions {
         /// The shell.
@@ -118,6 +124,9 @@ fn main() -> ExitCode {
             let _ = std::io::stdout().write_all(&script);
             ExitCode::SUCCESS
         }
+        // Offline too (a stopped node's data dir), with the exit codes of `ledger.rs`.
+        #[cfg(feature = "node")]
+        Cmd::Ledger(c) => ledger::run(c, out),
         #[cfg(feature = "node")]
         other => online(other, out),
     }
@@ -155,7 +164,7 @@ fn online(cmd: Cmd, out: output::Output) -> ExitCode {
             Cmd::Receipt(receipt::ReceiptCmd::Verify(_)) => Ok(()),
             Cmd::Run(run::RunCmd::Receipt(a)) => run::receipt(a, out).await,
             Cmd::Run(run::RunCmd::VerifyReceipt(_)) => Ok(()),
-            Cmd::Offline(_) | Cmd::Completions { .. } => Ok(()),
+            Cmd::Offline(_) | Cmd::Completions { .. } | Cmd::Ledger(_) => Ok(()),
         }
     });
     match r {
