@@ -275,6 +275,21 @@ pub struct FederationConfig {
     /// Deadline of one delivery call, ms.
     #[serde(default = "default_request_timeout_ms")]
     pub request_timeout_ms: u64,
+    /// Most records queued for one peer (issue 15, item 4). At the bound, routing to that peer
+    /// pauses (nothing is dropped: it resumes from where it paused once the peer drains).
+    #[serde(default = "default_outbox_max")]
+    pub outbox_max: u64,
+    /// Ledger entries per second scanned to queue records for a peer that was just added, or
+    /// whose routing paused at the outbox bound (backfill, issue 15, item 4).
+    #[serde(default = "default_backfill_per_second")]
+    pub backfill_per_second: u64,
+}
+
+fn default_outbox_max() -> u64 {
+    100_000
+}
+fn default_backfill_per_second() -> u64 {
+    5_000
 }
 
 fn default_fed_batch() -> usize {
@@ -309,6 +324,8 @@ impl Default for FederationConfig {
             breaker_failures: default_breaker_failures(),
             receipt_poll_ms: default_receipt_poll_ms(),
             request_timeout_ms: default_request_timeout_ms(),
+            outbox_max: default_outbox_max(),
+            backfill_per_second: default_backfill_per_second(),
         }
     }
 }
@@ -346,6 +363,10 @@ pub struct LimitsConfig {
     /// Refusals older than this are dropped, ms.
     #[serde(default = "default_refusals_max_age_ms")]
     pub refusals_max_age_ms: u64,
+    /// How often the refusal ring's retention (count and age) is applied even when no refusal
+    /// arrives, ms (issue 15, item 4).
+    #[serde(default = "default_refusals_prune_interval_ms")]
+    pub refusals_prune_interval_ms: u64,
     /// Refusals stored per source (peer name or remote IP) in a burst; beyond the rate they
     /// are counted but not stored.
     #[serde(default = "default_refusals_burst")]
@@ -398,6 +419,9 @@ fn default_refusals_max() -> usize {
 fn default_refusals_max_age_ms() -> u64 {
     7 * 24 * 3600 * 1000
 }
+fn default_refusals_prune_interval_ms() -> u64 {
+    60_000
+}
 fn default_refusals_burst() -> u32 {
     20
 }
@@ -417,6 +441,7 @@ impl Default for LimitsConfig {
             keepalive_timeout_ms: default_keepalive_timeout_ms(),
             refusals_max: default_refusals_max(),
             refusals_max_age_ms: default_refusals_max_age_ms(),
+            refusals_prune_interval_ms: default_refusals_prune_interval_ms(),
             refusals_burst: default_refusals_burst(),
             list_streams: default_list_streams(),
             max_batch_records: default_max_batch_records(),
@@ -443,6 +468,10 @@ impl LimitsConfig {
             ("limits.keepalive_timeout_ms", self.keepalive_timeout_ms),
             ("limits.refusals_max", self.refusals_max as u64),
             ("limits.refusals_max_age_ms", self.refusals_max_age_ms),
+            (
+                "limits.refusals_prune_interval_ms",
+                self.refusals_prune_interval_ms,
+            ),
             ("limits.refusals_burst", u64::from(self.refusals_burst)),
         ] {
             if v == 0 {
@@ -645,6 +674,8 @@ impl Config {
             ("federation.breaker_failures", u64::from(f.breaker_failures)),
             ("federation.receipt_poll_ms", f.receipt_poll_ms),
             ("federation.request_timeout_ms", f.request_timeout_ms),
+            ("federation.outbox_max", f.outbox_max),
+            ("federation.backfill_per_second", f.backfill_per_second),
         ] {
             if v == 0 {
                 return Err(err(field, "must be > 0"));

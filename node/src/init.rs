@@ -167,6 +167,13 @@ token_sha256 = "{admin}"
 # idle_timeout_ms = 300000
 # list_streams = 256
 # refusals_max = 10000
+# refusals_max_age_ms = 604800000
+# refusals_prune_interval_ms = 60000
+
+# Federation queues (README "Federation"); the defaults are shown.
+# [federation]
+# outbox_max = 100000
+# backfill_per_second = 5000
 
 [authorities]
 # Parties ("org/name") with the administrative_close authority, principals, and queue owners

@@ -37,6 +37,8 @@ pub struct Metrics {
     peer_oldest_queued: GaugeVec,
     peer_breaker: IntGaugeVec,
     peer_enabled: IntGaugeVec,
+    peer_outbox_full: IntGaugeVec,
+    peer_backfilling: IntGaugeVec,
     admissions: IntCounterVec,
     refusals: IntCounterVec,
     quarantine_size: IntGauge,
@@ -154,6 +156,16 @@ impl Metrics {
             "1 when delivery to and from the peer is enabled.",
             &["peer"],
         );
+        let peer_outbox_full = gauge_vec(
+            "accord_federation_outbox_full",
+            "1 when a peer's queue is at `federation.outbox_max`: routing to it is paused.",
+            &["peer"],
+        );
+        let peer_backfilling = gauge_vec(
+            "accord_federation_backfilling",
+            "1 while records for a peer are queued from the ledger (peer just added, or routing paused at the bound).",
+            &["peer"],
+        );
         let admissions = counter_vec(
             "accord_federation_admissions_total",
             "Admission decisions about peers' records (also a quarantine closing), by outcome and reason code.",
@@ -195,6 +207,8 @@ impl Metrics {
             peer_oldest_queued,
             peer_breaker,
             peer_enabled,
+            peer_outbox_full,
+            peer_backfilling,
             admissions,
             refusals,
             quarantine_size,
@@ -286,6 +300,8 @@ pub fn gather(node: &Node) -> Result<String, crate::Error> {
     m.peer_oldest_queued.reset();
     m.peer_breaker.reset();
     m.peer_enabled.reset();
+    m.peer_outbox_full.reset();
+    m.peer_backfilling.reset();
     for p in fed.peers.list() {
         let name = p.name();
         m.peer_queue_depth
@@ -308,6 +324,12 @@ pub fn gather(node: &Node) -> Result<String, crate::Error> {
         m.peer_enabled
             .with_label_values(&[name])
             .set(i64::from(p.enabled()));
+        m.peer_outbox_full
+            .with_label_values(&[name])
+            .set(i64::from(fed.outbox.is_full(name)));
+        m.peer_backfilling
+            .with_label_values(&[name])
+            .set(i64::from(fed.outbox.behind(name).is_some()));
     }
     m.quarantine_size.set(fed.quarantine.size()? as i64);
     // The listener counts in `tls::ListenerStats` (it runs before any service and knows no

@@ -380,7 +380,17 @@ pub async fn run(a: AdminArgs, output: Output) -> Result<()> {
             } else {
                 let mut f = vec![
                     ("peer", name.clone()),
-                    ("queue depth", h.queue_depth.to_string()),
+                    ("queue depth", format!("{} of {}", h.queue_depth, h.queue_max)),
+                    (
+                        "routing",
+                        if h.queue_full {
+                            "paused: queue full".to_string()
+                        } else if h.backfilling {
+                            format!("backfilling from sequence {}", h.backfill_from_sequence)
+                        } else {
+                            "live".to_string()
+                        },
+                    ),
                     ("oldest queued", format!("{} ms", h.oldest_queued_age_ms)),
                     ("last success", ago(h.last_success_unix_ms)),
                     ("breaker", h.breaker.clone()),

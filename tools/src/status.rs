@@ -62,6 +62,10 @@ pub fn health_json(peer: &str, h: &GetPeerHealthResponse) -> serde_json::Value {
         "last_success_unix_ms": h.last_success_unix_ms,
         "breaker": h.breaker,
         "last_error": h.last_error,
+        "queue_max": h.queue_max,
+        "queue_full": h.queue_full,
+        "backfilling": h.backfilling,
+        "backfill_from_sequence": h.backfill_from_sequence,
     })
 }
 

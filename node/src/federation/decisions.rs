@@ -373,7 +373,33 @@ pub fn put_refusal(
     let mut batch = Batch::default();
     let k = db::key(&[b"x", &r.at.to_be_bytes(), &n.to_be_bytes()]);
     db::put(&mut batch, store, INBOX, &k, r)?;
-    let mut count = count + 1;
+    let count = prune_into(store, &mut batch, count + 1, max, cutoff)?;
+    store.write(batch, false)?;
+    Ok(count)
+}
+
+/// Retention of the refusal ring (issue 15, item 4), off every write path: deletes the oldest
+/// refusals while more than `max` are kept (`count` before) or they are older than `cutoff`.
+/// Returns how many are kept after. Refusals are operational: no record, no decision about a
+/// record and nothing a peer was answered with is among them.
+pub fn prune_refusals(store: &Store, count: usize, max: usize, cutoff: i64) -> Result<usize, Error> {
+    let mut batch = Batch::default();
+    let kept = prune_into(store, &mut batch, count, max, cutoff)?;
+    if !batch.is_empty() {
+        store.write(batch, false)?;
+    }
+    Ok(kept)
+}
+
+/// Adds the deletions of [`prune_refusals`] to `batch`; returns how many are kept after.
+fn prune_into(
+    store: &Store,
+    batch: &mut Batch,
+    count: usize,
+    max: usize,
+    cutoff: i64,
+) -> Result<usize, Error> {
+    let mut count = count;
     let mut drop = Vec::new();
     store.scan_extra(INBOX, b"x\0", |key, _| {
         if !key.starts_with(b"x\0") {
@@ -388,13 +414,12 @@ pub fn put_refusal(
             return false;
         }
         drop.push(key.to_vec());
-        count -= 1;
+        count = count.saturating_sub(1);
         true
     })?;
     for key in drop {
-        db::delete(&mut batch, store, INBOX, &key)?;
+        db::delete(batch, store, INBOX, &key)?;
     }
-    store.write(batch, false)?;
     Ok(count)
 }
 

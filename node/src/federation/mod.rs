@@ -5,7 +5,8 @@
 //! |---|---|
 //! | [`peers`] | the peer registry (cf `peers`), their keys and TLS identities |
 //! | [`route`] | the router: tails the ledger, queues local records for peers' organisations |
-//! | [`outbox`] | the durable per-peer queues (cf `outbox`) |
+//! | [`outbox`] | the durable per-peer queues (cf `outbox`), bounded per peer |
+//! | [`backfill`] | queues earlier records for a peer just added or whose queue was full |
 //! | [`sender`] | one delivery task per peer: envelopes, receipts, retries |
 //! | [`breaker`] | exponential backoff with jitter, circuit breaker |
 //! | [`admission`] | admission of a peer's envelope as named phases: authenticate → triage → kernel commit → declare → persist |
@@ -33,6 +34,7 @@
 //! receipts carry the peer's checkpoint and inclusion proof.
 
 pub mod admission;
+pub mod backfill;
 pub mod breaker;
 pub mod budget;
 pub mod check;
@@ -141,7 +143,7 @@ impl Federation {
     ) -> Result<Federation, Error> {
         Ok(Federation {
             peers: peers::Peers::load(store.clone(), config, tls, access)?,
-            outbox: outbox::Outbox::open(store.clone())?,
+            outbox: outbox::Outbox::open(store.clone(), config.federation.outbox_max)?,
             receipts: receipt_store::ReceiptStore::new(store.clone()),
             decisions: decisions::Decisions::new(store.clone()),
             quarantine: quarantine::Quarantine::open(decisions::Decisions::new(store))?,
@@ -187,5 +189,33 @@ pub fn spawn(node: &Arc<Node>, shutdown: &CancellationToken) -> Vec<tokio::task:
         tokio::spawn(route::run(node.clone(), shutdown.clone())),
         tokio::spawn(sender::run(node.clone(), shutdown.clone())),
         tokio::spawn(quarantine::run(node.fed.clone(), shutdown.clone())),
+        tokio::spawn(backfill_task(node).run(shutdown.clone())),
+        tokio::spawn(refusals::run_retention(
+            node.refusals.clone(),
+            node.ledger.store().clone(),
+            node.clock.clone(),
+            Duration::from_millis(node.config.limits.refusals_prune_interval_ms),
+            shutdown.clone(),
+        )),
     ]
+}
+
+/// The backfill, with the router's rule and cursor (issue 15, item 4).
+type NodeBackfill = backfill::Backfill<
+    Box<dyn Fn(&accord_proto::pb::work::v1::LedgerEntry) -> Vec<String> + Send + Sync>,
+    Box<dyn Fn(&str) -> bool + Send + Sync>,
+    Box<dyn Fn() -> Result<u64, Error> + Send + Sync>,
+>;
+
+fn backfill_task(node: &Arc<Node>) -> NodeBackfill {
+    let (n1, n2, n3) = (node.clone(), node.clone(), node.clone());
+    backfill::Backfill {
+        store: node.ledger.store().clone(),
+        outbox: node.federation.clone(),
+        destinations: Box::new(move |e| route::destinations(&n1, e)),
+        exists: Box::new(move |p| n2.federation.peers.get(p).is_some()),
+        router_cursor: Box::new(move || route::cursor(&n3)),
+        per_second: node.config.federation.backfill_per_second,
+        clock: node.clock.clone(),
+    }
 }

@@ -11,6 +11,10 @@
 //!
 //! Kept in cf `inbox` by [`super::decisions`] (`x ‖ at ‖ n` → [`Refusal`]). Refusals write
 //! nothing to the ledger.
+//!
+//! Retention (issue 15, item 4): the count and age bounds are applied as refusals arrive, and
+//! also every `limits.refusals_prune_interval_ms` by [`run_retention`] (so refusals age out
+//! when none arrive), on its own task: never on the ledger writer's path.
 
 use super::FedContext;
 use super::decisions;
@@ -133,6 +137,23 @@ impl Refusals {
         Ok(())
     }
 
+    /// Applies retention at `now`: deletes the oldest refusals beyond the count bound and those
+    /// older than the age bound. Returns how many are kept.
+    pub fn prune(&self, store: &Store, now: i64) -> Result<usize, Error> {
+        let mut st = self
+            .state
+            .lock()
+            .map_err(|_| Error::Internal("refusals lock poisoned".into()))?;
+        let count = match st.count {
+            Some(c) => c,
+            None => decisions::refusal_count(store)?,
+        };
+        let kept =
+            decisions::prune_refusals(store, count, self.max, now.saturating_sub(self.max_age_ms))?;
+        st.count = Some(kept);
+        Ok(kept)
+    }
+
     /// A page of refusals, newest first, starting after `token` (from a previous page; "" for
     /// the first). Returns the page and the token of the next ("" at the end).
     pub fn page(
@@ -174,4 +195,102 @@ pub fn refuse_from(
         tracing::warn!(error = %e, "refusal not stored");
     }
     FedError::refused(code, detail)
+}
+
+/// Applies the refusal ring's retention every `interval` until `shutdown` (blocking RocksDB work
+/// off the async runtime; never on the ledger writer's path).
+pub async fn run_retention(
+    refusals: std::sync::Arc<Refusals>,
+    store: std::sync::Arc<Store>,
+    clock: crate::clock::Clock,
+    interval: std::time::Duration,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let (r, s, now) = (refusals.clone(), store.clone(), clock.now_ms());
+        match tokio::task::spawn_blocking(move || r.prune(&s, now)).await {
+            Ok(Ok(kept)) => tracing::trace!(kept, "refusal retention"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "refusal retention failed"),
+            Err(e) => tracing::warn!(error = %e, "refusal retention panicked"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Clock;
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(dir.path(), super::super::db::CFS).unwrap();
+        (dir, s)
+    }
+
+    fn ring(max: usize, max_age_ms: u64) -> Refusals {
+        Refusals::new(&LimitsConfig {
+            refusals_max: max,
+            refusals_max_age_ms: max_age_ms,
+            refusals_burst: 1000,
+            ..LimitsConfig::default()
+        })
+    }
+
+    fn refusal(n: u32, at: i64) -> Refusal {
+        Refusal {
+            peer: "globex".into(),
+            code: "bad_signature".into(),
+            detail: format!("refusal {n}"),
+            at,
+        }
+    }
+
+    fn details(r: &Refusals, s: &Store) -> Vec<String> {
+        let (page, _) = r.page(s, "", MAX_PAGE).unwrap();
+        page.into_iter().map(|r| r.detail).collect()
+    }
+
+    #[test]
+    fn retention_keeps_the_newest_by_count() {
+        let (_d, s) = store();
+        let (clock, manual) = Clock::manual(1_000_000);
+        let r = ring(3, 3_600_000);
+        for n in 0..5 {
+            r.record(&s, "globex", refusal(n, clock.now_ms())).unwrap();
+            manual.advance(1000);
+        }
+        assert_eq!(details(&r, &s), ["refusal 4", "refusal 3", "refusal 2"]);
+        // A stricter bound at restart: the periodic prune applies it without a new refusal.
+        let stricter = ring(1, 3_600_000);
+        assert_eq!(stricter.prune(&s, clock.now_ms()).unwrap(), 1);
+        assert_eq!(details(&stricter, &s), ["refusal 4"]);
+    }
+
+    #[test]
+    fn retention_drops_refusals_older_than_the_age_bound_on_a_driven_clock() {
+        let (_d, s) = store();
+        let (clock, manual) = Clock::manual(1_000_000);
+        let r = ring(100, 10_000);
+        for n in 0..4 {
+            r.record(&s, "globex", refusal(n, clock.now_ms())).unwrap();
+            manual.advance(3_000);
+        }
+        // Now 1_012_000: all four (1_000_000 .. 1_009_000) are within 10 s.
+        assert_eq!(r.prune(&s, clock.now_ms()).unwrap(), 4);
+        // 5 s later the first two (at 1_000_000 and 1_003_000) are older than 10 s.
+        manual.advance(5_000);
+        assert_eq!(r.prune(&s, clock.now_ms()).unwrap(), 2);
+        assert_eq!(details(&r, &s), ["refusal 3", "refusal 2"]);
+        // Much later: none left, and pruning an empty ring is a no-op.
+        manual.advance(60_000);
+        assert_eq!(r.prune(&s, clock.now_ms()).unwrap(), 0);
+        assert!(details(&r, &s).is_empty());
+        assert_eq!(r.prune(&s, clock.now_ms()).unwrap(), 0);
+    }
 }

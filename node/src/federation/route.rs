@@ -32,7 +32,8 @@ use tokio_util::sync::CancellationToken;
 const CURSOR: &str = "federation/route_cursor";
 const STEP: usize = 512;
 
-fn cursor(node: &Node) -> Result<u64, Error> {
+/// The router's cursor: every entry below it was routed (read by the backfill's hand-over).
+pub(crate) fn cursor(node: &Node) -> Result<u64, Error> {
     Ok(match node.ledger.store().meta(CURSOR)? {
         Some(v) => v.as_slice().try_into().map(u64::from_be_bytes).unwrap_or(0),
         None => 0,
@@ -140,6 +141,8 @@ type Routed = (u64, BTreeMap<String, u64>, Vec<RecordId>);
 /// the quarantined records to wake.
 fn step(node: &Node, from: u64, to: u64) -> Result<Routed, Error> {
     let store = node.ledger.store();
+    // One step at a time with the backfill's changes of which peers are behind (outbox.rs).
+    let _routing = node.federation.outbox.route_guard()?;
     let entries = store.range(from, ((to - from) as usize).min(STEP))?;
     let Some(last) = entries.last() else {
         return Ok((from, BTreeMap::new(), Vec::new()));
@@ -156,16 +159,16 @@ fn step(node: &Node, from: u64, to: u64) -> Result<Routed, Error> {
         };
         wake.extend(fed.quarantine.waiters(&id)?);
         for peer in destinations(node, e) {
-            fed.outbox.enqueue(
-                &mut batch,
-                &peer,
-                &Item {
-                    ledger_seq: e.sequence,
-                    record_id: id,
-                    queued_at: now,
-                },
-            )?;
-            *queued.entry(peer).or_insert(0) += 1;
+            let item = Item {
+                ledger_seq: e.sequence,
+                record_id: id,
+                queued_at: now,
+            };
+            // A full queue or a peer being backfilled: left to the backfill (outbox.rs).
+            let in_batch = queued.get(&peer).copied().unwrap_or(0);
+            if fed.outbox.offer(&mut batch, &peer, &item, in_batch)? {
+                *queued.entry(peer).or_insert(0) += 1;
+            }
         }
     }
     store.batch_meta(&mut batch, CURSOR, &next.to_be_bytes())?;

@@ -64,6 +64,10 @@ fn status_of_federation(n: &Node) -> Result<(Vec<pb::PeerStatus>, u64), Error> {
                 last_success_unix_ms: h.last_success(),
                 breaker: h.breaker().as_str().to_string(),
                 last_error: h.last_error(),
+                queue_max: fed.outbox.max(),
+                queue_full: fed.outbox.is_full(name),
+                backfilling: fed.outbox.behind(name).is_some(),
+                backfill_from_sequence: fed.outbox.behind(name).unwrap_or(0),
             }),
         });
     }
@@ -125,7 +129,13 @@ impl AdminService for AdminApi {
         crate::ident::endpoint(&p.endpoint).map_err(|r| Error::invalid("peer.endpoint", r))?;
         tracing::Span::current().record("peer", &p.name);
         let rec = PeerRecord::from_pb(&p);
-        self.blocking(move |n| n.federation.peers.add(rec)).await?;
+        let name = p.name.clone();
+        // Backfill (issue 15, item 4): the records written before that involve its parties.
+        self.blocking(move |n| {
+            let fed = &n.federation;
+            crate::federation::backfill::add_peer(&fed.outbox, &name, || fed.peers.add(rec))
+        })
+        .await?;
         tracing::info!(peer = %p.name, endpoint = %p.endpoint, enabled = p.enabled, "peer added");
         Ok(Response::new(pb::AddPeerResponse {}))
     }
@@ -216,6 +226,10 @@ impl AdminService for AdminApi {
             last_success_unix_ms: h.last_success(),
             breaker: h.breaker().as_str().to_string(),
             last_error: h.last_error(),
+            queue_max: fed.outbox.max(),
+            queue_full: fed.outbox.is_full(&name),
+            backfilling: fed.outbox.behind(&name).is_some(),
+            backfill_from_sequence: fed.outbox.behind(&name).unwrap_or(0),
         }))
     }
 
