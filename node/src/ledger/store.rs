@@ -71,6 +71,11 @@ impl std::fmt::Debug for Store {
 /// data ends up, gets Zstandard for the better ratio. Both are compiled from source by the
 /// rocksdb crate's `lz4` and `zstd` features: no system library is needed.
 fn compression(name: &str) -> (DBCompressionType, DBCompressionType) {
+    // The space measurement's baseline (`space::bytes_per_record`, test builds only).
+    #[cfg(test)]
+    if std::env::var_os("ACCORD_TEST_NO_COMPRESSION").is_some() {
+        return (DBCompressionType::None, DBCompressionType::None);
+    }
     match name {
         "ids" | "tree" => (DBCompressionType::None, DBCompressionType::None),
         _ => (DBCompressionType::Lz4, DBCompressionType::Zstd),
