@@ -198,13 +198,11 @@ pub fn verify(
     let total = store.record_count()?;
     let mut replay = Replay::new(config)?;
     let log = crate::log::LogState::load(&store)?;
-    let checkpoints: Vec<(&str, crate::log::StoredCheckpoint)> = [
-        ("latest", log.latest()),
-        ("witnessed", log.witnessed()),
-    ]
-    .into_iter()
-    .filter_map(|(w, c)| c.map(|c| (w, c)))
-    .collect();
+    let checkpoints: Vec<(&str, crate::log::StoredCheckpoint)> =
+        [("latest", log.latest()), ("witnessed", log.witnessed())]
+            .into_iter()
+            .filter_map(|(w, c)| c.map(|c| (w, c)))
+            .collect();
     // Recomputed roots at the checkpoints' sizes, taken as the replay passes them.
     let mut roots: std::collections::HashMap<u64, [u8; 32]> = Default::default();
     let mut range = CompactRange::new();
@@ -293,7 +291,11 @@ fn check_entry(
         Err(_) => None,
     };
     if indexed != Some(seq) {
-        return Ok(diff(seq, "ids", "the id index does not point at this record"));
+        return Ok(diff(
+            seq,
+            "ids",
+            "the id index does not point at this record",
+        ));
     }
     let completed = range
         .push(leaf_hash(&signed.encode_to_vec()))
@@ -301,7 +303,11 @@ fn check_entry(
     for (level, index, hash) in completed {
         let stored = store.tree_node(level, index)?;
         if stored != Some(hash) {
-            let what = if stored.is_none() { "missing" } else { "differs" };
+            let what = if stored.is_none() {
+                "missing"
+            } else {
+                "differs"
+            };
             return Ok(diff(
                 seq,
                 "tree",
@@ -326,7 +332,10 @@ fn check_entry(
         Err(m) => Ok(diff(
             seq,
             "entry",
-            format!("record does not convert: {}", crate::ident::truncate(&m, 200)),
+            format!(
+                "record does not convert: {}",
+                crate::ident::truncate(&m, 200)
+            ),
         )),
     }
 }
@@ -346,7 +355,10 @@ fn check_checkpoint(
         return diff(
             total.saturating_sub(1),
             "checkpoint",
-            format!("{which} checkpoint covers {} records, the ledger has {total}", c.size),
+            format!(
+                "{which} checkpoint covers {} records, the ledger has {total}",
+                c.size
+            ),
         );
     }
     let opened = match accord_proto::checkpoint::open_checkpoint(

@@ -35,13 +35,22 @@ async fn a_peer_added_later_receives_earlier_records_in_ledger_order() {
     let mut ids = Vec::new();
     for c in ["early-1", "early-2", "early-3"] {
         ids.push(
-            submit(&a, &alice, &request("acme", "alice", c, party("globex", "bob")))
-                .await
-                .0,
+            submit(
+                &a,
+                &alice,
+                &request("acme", "alice", c, party("globex", "bob")),
+            )
+            .await
+            .0,
         );
         // Between them, a commitment of acme's own parties only.
         if c == "early-2" {
-            submit(&a, &alice, &request("acme", "alice", "local-1", party("acme", "carol"))).await;
+            submit(
+                &a,
+                &alice,
+                &request("acme", "alice", "local-1", party("acme", "carol")),
+            )
+            .await;
         }
     }
     // No peer: nothing is routed for globex, and there is no health for it.
@@ -63,7 +72,11 @@ async fn a_peer_added_later_receives_earlier_records_in_ledger_order() {
                 commitment_id: c.into(),
             })
             .await;
-        assert_eq!(r.unwrap_err().code(), tonic::Code::NotFound, "{c} not at globex yet");
+        assert_eq!(
+            r.unwrap_err().code(),
+            tonic::Code::NotFound,
+            "{c} not at globex yet"
+        );
     }
 
     a.add_peer(&b).await.unwrap();
@@ -105,7 +118,12 @@ async fn a_peer_added_later_receives_earlier_records_in_ledger_order() {
     .await
     .expect("backfill done and the queue drained");
     assert!(!h.queue_full);
-    let (late, _) = submit(&a, &alice, &request("acme", "alice", "late-1", party("globex", "bob"))).await;
+    let (late, _) = submit(
+        &a,
+        &alice,
+        &request("acme", "alice", "late-1", party("globex", "bob")),
+    )
+    .await;
     wait_state(&b, "late-1", "requested").await;
     wait_peer_durability(&a, &late, "globex", Durability::Admitted).await;
 }

@@ -50,7 +50,15 @@ async fn a_full_outbox_pauses_routing_and_loses_nothing() {
     let mut ids = Vec::new();
     for n in 0..5 {
         let c = format!("bp-{n}");
-        ids.push(submit(&a, &alice, &request("acme", "alice", &c, party("globex", "bob"))).await.0);
+        ids.push(
+            submit(
+                &a,
+                &alice,
+                &request("acme", "alice", &c, party("globex", "bob")),
+            )
+            .await
+            .0,
+        );
     }
     // Two queued, routing paused at the third (ledger sequence 2).
     let h = eventually(WAIT, || async {
@@ -81,7 +89,15 @@ async fn a_full_outbox_pauses_routing_and_loses_nothing() {
     assert_eq!(j["queue_depth"], 2, "{j}");
     assert_eq!(j["backfilling"], true, "{j}");
     // Still paused: more records do not grow the queue.
-    ids.push(submit(&a, &alice, &request("acme", "alice", "bp-5", party("globex", "bob"))).await.0);
+    ids.push(
+        submit(
+            &a,
+            &alice,
+            &request("acme", "alice", "bp-5", party("globex", "bob")),
+        )
+        .await
+        .0,
+    );
     assert_eq!(health(&a).await.queue_depth, 2);
 
     // globex comes back: everything arrives, in order, and is admitted.

@@ -15,8 +15,12 @@ use std::path::Path;
 /// Runs `accordctl ledger verify --data-dir <dir> --json`: exit code and the JSON object.
 fn verify(data: &Path) -> (i32, serde_json::Value, String) {
     let d = data.display().to_string();
-    let (code, out, err) =
-        run_bin("accordctl", &["ledger", "verify", "--data-dir", &d, "--json"], None).unwrap();
+    let (code, out, err) = run_bin(
+        "accordctl",
+        &["ledger", "verify", "--data-dir", &d, "--json"],
+        None,
+    )
+    .unwrap();
     let v = serde_json::from_str(out.trim()).unwrap_or(serde_json::Value::Null);
     (code, v, err)
 }
@@ -66,7 +70,15 @@ async fn verify_passes_on_a_real_ledger_and_names_the_first_altered_sequence() {
     // kernel rejects it: the id is taken), so both outcomes are replayed.
     let mut ids = Vec::new();
     for c in ["c-1", "c-2", "c-3"] {
-        ids.push(submit(&a, &alice, &request("acme", "alice", c, party("acme", "bob"))).await.0);
+        ids.push(
+            submit(
+                &a,
+                &alice,
+                &request("acme", "alice", c, party("acme", "bob")),
+            )
+            .await
+            .0,
+        );
     }
     let again = accord_proto::signing::sign_record(
         &alice,
@@ -80,8 +92,16 @@ async fn verify_passes_on_a_real_ledger_and_names_the_first_altered_sequence() {
         .await
         .unwrap()
         .into_inner();
-    assert!(!r.outcome.unwrap().applied, "the second request of c-1 is rejected");
-    submit(&a, &alice, &request("acme", "alice", "c-4", party("acme", "bob"))).await;
+    assert!(
+        !r.outcome.unwrap().applied,
+        "the second request of c-1 is rejected"
+    );
+    submit(
+        &a,
+        &alice,
+        &request("acme", "alice", "c-4", party("acme", "bob")),
+    )
+    .await;
     // The checkpointer signs once the ledger grew: wait for a checkpoint over all five.
     let log = a.log_as("").await.unwrap();
     eventually(WAIT, || {
@@ -158,7 +178,11 @@ async fn verify_passes_on_a_real_ledger_and_names_the_first_altered_sequence() {
         serde_json::to_vec(&c).unwrap()
     });
     let (code, v, _) = verify(&data);
-    assert_eq!((code, difference(&v)), (1, (4, "checkpoint".to_string())), "{v}");
+    assert_eq!(
+        (code, difference(&v)),
+        (1, (4, "checkpoint".to_string())),
+        "{v}"
+    );
     put_back(&data, "meta", b"checkpoint/latest", &old);
 
     // Derived state altered: record 2's stored outcome flipped to rejected. The record and the
@@ -171,7 +195,11 @@ async fn verify_passes_on_a_real_ledger_and_names_the_first_altered_sequence() {
         e.encode_to_vec()
     });
     let (code, v, _) = verify(&data);
-    assert_eq!((code, difference(&v)), (1, (2, "outcome".to_string())), "{v}");
+    assert_eq!(
+        (code, difference(&v)),
+        (1, (2, "outcome".to_string())),
+        "{v}"
+    );
     put_back(&data, "records", &2u64.to_be_bytes(), &old);
     let (code, v, _) = verify(&data);
     assert_eq!(code, 0, "{v}");

@@ -380,7 +380,10 @@ pub async fn run(a: AdminArgs, output: Output) -> Result<()> {
             } else {
                 let mut f = vec![
                     ("peer", name.clone()),
-                    ("queue depth", format!("{} of {}", h.queue_depth, h.queue_max)),
+                    (
+                        "queue depth",
+                        format!("{} of {}", h.queue_depth, h.queue_max),
+                    ),
                     (
                         "routing",
                         if h.queue_full {

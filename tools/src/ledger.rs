@@ -50,7 +50,9 @@ pub fn run(cmd: LedgerCmd, out: Output) -> ExitCode {
                 }
                 Err(e) => {
                     if json {
-                        output::json(&serde_json::json!({ "ok": false, "error": format!("{e:#}") }));
+                        output::json(
+                            &serde_json::json!({ "ok": false, "error": format!("{e:#}") }),
+                        );
                     }
                     eprintln!("accordctl: {e:#}");
                     ExitCode::from(2)
@@ -66,17 +68,17 @@ fn verify(a: VerifyArgs) -> anyhow::Result<Report> {
         (None, Some(d)) => std::path::absolute(d)?
             .parent()
             .map(|p| p.join(accord_daemon::layout::node::CONFIG))
-            .ok_or_else(|| anyhow::anyhow!("--config: the data dir has no parent; pass --config"))?,
+            .ok_or_else(|| {
+                anyhow::anyhow!("--config: the data dir has no parent; pass --config")
+            })?,
         (None, None) => anyhow::bail!("give --data-dir or --config"),
     };
     let config = Config::load(&config_path)
         .map_err(|e| anyhow::anyhow!("--config {}: {e}", config_path.display()))?;
     let data_dir = a.data_dir.unwrap_or_else(|| config.data_dir.clone());
     let bar = if std::io::stderr().is_terminal() {
-        let b = indicatif::ProgressBar::with_draw_target(
-            None,
-            indicatif::ProgressDrawTarget::stderr(),
-        );
+        let b =
+            indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
         if let Ok(style) = indicatif::ProgressStyle::with_template(
             "{msg} [{bar:40}] {pos}/{len} records ({per_sec}, eta {eta})",
         ) {

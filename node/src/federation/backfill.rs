@@ -139,7 +139,11 @@ where
         outbox.put_behind(&mut batch, peer, None)?;
         self.store.write(batch, true)?;
         outbox.set_behind(peer, None);
-        tracing::info!(peer, at, "backfill caught up: the router routes to the peer again");
+        tracing::info!(
+            peer,
+            at,
+            "backfill caught up: the router routes to the peer again"
+        );
         Ok(None)
     }
 

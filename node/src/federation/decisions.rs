@@ -382,7 +382,12 @@ pub fn put_refusal(
 /// refusals while more than `max` are kept (`count` before) or they are older than `cutoff`.
 /// Returns how many are kept after. Refusals are operational: no record, no decision about a
 /// record and nothing a peer was answered with is among them.
-pub fn prune_refusals(store: &Store, count: usize, max: usize, cutoff: i64) -> Result<usize, Error> {
+pub fn prune_refusals(
+    store: &Store,
+    count: usize,
+    max: usize,
+    cutoff: i64,
+) -> Result<usize, Error> {
     let mut batch = Batch::default();
     let kept = prune_into(store, &mut batch, count, max, cutoff)?;
     if !batch.is_empty() {

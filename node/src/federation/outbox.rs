@@ -148,7 +148,11 @@ impl Outbox {
             if q.depth + in_batch >= self.max {
                 q.behind = Some(item.ledger_seq);
                 drop(qs);
-                tracing::warn!(peer, max = self.max, "outbox full: routing to the peer pauses");
+                tracing::warn!(
+                    peer,
+                    max = self.max,
+                    "outbox full: routing to the peer pauses"
+                );
                 self.store.put_extra(
                     batch,
                     CF,
@@ -307,8 +311,7 @@ impl Outbox {
         }
         let mut batch = WriteBatch::default();
         self.store.delete_range_extra(&mut batch, CF, &p, &end)?;
-        self.store
-            .delete_extra(&mut batch, CF, &behind_key(peer))?;
+        self.store.delete_extra(&mut batch, CF, &behind_key(peer))?;
         db::write(&self.store, batch, true)?;
         if let Ok(mut qs) = self.queues.lock()
             && let Some(q) = qs.get_mut(peer)
@@ -360,7 +363,12 @@ mod tests {
         assert!(o.is_full("globex"));
         assert_eq!(o.behind("globex"), Some(12));
         // Behind: later offers are left to the backfill, even once there is room.
-        let head: Vec<u64> = o.peek("globex", 10).unwrap().iter().map(|(s, _)| *s).collect();
+        let head: Vec<u64> = o
+            .peek("globex", 10)
+            .unwrap()
+            .iter()
+            .map(|(s, _)| *s)
+            .collect();
         let mut batch = WriteBatch::default();
         o.remove(&mut batch, "globex", &head[..1]).unwrap();
         store.write(batch, true).unwrap();
