@@ -276,15 +276,15 @@ mod tests {
     fn retention_drops_refusals_older_than_the_age_bound_on_a_driven_clock() {
         let (_d, s) = store();
         let (clock, manual) = Clock::manual(1_000_000);
-        let r = ring(100, 10_000);
+        let r = ring(100, 15_000);
         for n in 0..4 {
             r.record(&s, "globex", refusal(n, clock.now_ms())).unwrap();
             manual.advance(3_000);
         }
-        // Now 1_012_000: all four (1_000_000 .. 1_009_000) are within 10 s.
+        // Now 1_012_000: all four (1_000_000 .. 1_009_000) are within 15 s.
         assert_eq!(r.prune(&s, clock.now_ms()).unwrap(), 4);
-        // 5 s later the first two (at 1_000_000 and 1_003_000) are older than 10 s.
-        manual.advance(5_000);
+        // 8 s later the first two (at 1_000_000 and 1_003_000) are older than 15 s.
+        manual.advance(8_000);
         assert_eq!(r.prune(&s, clock.now_ms()).unwrap(), 2);
         assert_eq!(details(&r, &s), ["refusal 3", "refusal 2"]);
         // Much later: none left, and pruning an empty ring is a no-op.
