@@ -466,8 +466,8 @@ mod space {
         let dir = tempfile::tempdir().unwrap();
         let (clock, _) = crate::clock::Clock::manual(1_700_000_000_000);
         let (ledger, writer) = Ledger::open(dir.path(), Null, 512, clock).unwrap();
-        let signer = accord_proto::note::Signer::generate("acme/alice", &mut rand::rngs::OsRng)
-            .unwrap();
+        let signer =
+            accord_proto::note::Signer::generate("acme/alice", &mut rand::rngs::OsRng).unwrap();
         let mut rng = rand::thread_rng();
         let mut logical = 0u64;
         let mut pending = Vec::new();
