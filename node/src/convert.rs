@@ -111,6 +111,8 @@ mod issue11_tests;
 
 #[path = "convert_run.rs"]
 pub mod run;
+#[path = "convert_envelope.rs"]
+pub mod envelope;
 
 /// Converts a decoded record (whose signature the caller has verified) into the kernel's form,
 /// after checking every identifier in it against [`crate::ident`] ([`check_idents`]).
@@ -508,6 +510,8 @@ fn operation(op: &Op) -> R<k::Operation> {
         | Op::RunOutput(_)
         | Op::RunAuditEvent(_) => run::operation(op)?
             .ok_or_else(|| Error::Internal("run record without run operation".into()))?,
+        Op::Envelope(_) | Op::Tick(_) => envelope::operation(op)?
+            .ok_or_else(|| Error::Internal("envelope record without envelope operation".into()))?,
     })
 }
 
