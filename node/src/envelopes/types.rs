@@ -51,6 +51,11 @@ pub fn defaults() -> Vec<ke::EnvelopeType> {
     }
 }
 
+/// The built-in types, by name.
+pub fn all_defaults() -> BTreeMap<String, ke::EnvelopeType> {
+    defaults().into_iter().map(|t| (t.name.clone(), t)).collect()
+}
+
 /// Every type the node knows, by name: the built-ins, then the config's.
 pub fn all(config: &Config) -> BTreeMap<String, ke::EnvelopeType> {
     defaults()
