@@ -109,10 +109,10 @@ fn parties(list: &[pb::PartyRef]) -> Vec<k::Party> {
 #[path = "convert_issue11_tests.rs"]
 mod issue11_tests;
 
-#[path = "convert_run.rs"]
-pub mod run;
 #[path = "convert_envelope.rs"]
 pub mod envelope;
+#[path = "convert_run.rs"]
+pub mod run;
 
 /// Converts a decoded record (whose signature the caller has verified) into the kernel's form,
 /// after checking every identifier in it against [`crate::ident`] ([`check_idents`]).

@@ -87,7 +87,10 @@ pub fn operation(op: &Op) -> R<Option<k::Operation>> {
             crate::ident::id(&e.envelope)
                 .map_err(|r| Error::invalid(format!("{f}.envelope"), r))?;
             if e.event.len() > 128 {
-                return Err(Error::invalid(format!("{f}.event"), "longer than 128 bytes"));
+                return Err(Error::invalid(
+                    format!("{f}.event"),
+                    "longer than 128 bytes",
+                ));
             }
             let step = match &e.step {
                 Some(epb::envelope_record::Step::Start(s)) => {
@@ -251,7 +254,10 @@ mod tests {
             })),
         });
         let e = operation(&bad).unwrap_err().to_string();
-        assert!(e.contains("record.payload.operation.envelope.vote.vote"), "{e}");
+        assert!(
+            e.contains("record.payload.operation.envelope.vote.vote"),
+            "{e}"
+        );
         let empty = Op::Envelope(epb::EnvelopeRecord::default());
         let e = operation(&empty).unwrap_err().to_string();
         assert!(e.contains("operation.envelope.envelope"), "{e}");

@@ -220,7 +220,11 @@ impl Projection {
         }
         if let k::Operation::Envelope(_) | k::Operation::Tick(_) = record.op {
             let cs = &self.commitments;
-            let budget = |a: &str| cs.0.get(a).and_then(|c| c.terms.budget.as_ref()).map(|b| b.amount);
+            let budget = |a: &str| {
+                cs.0.get(a)
+                    .and_then(|c| c.terms.budget.as_ref())
+                    .map(|b| b.amount)
+            };
             return self.envelopes.apply(record, access, now, &budget);
         }
         // apply_with sees every commitment: a taken reopening id is refused, and an admission

@@ -6,9 +6,7 @@
 
 mod federation_common;
 
-use accord_proto::pb::envelope::v1::{
-    self as env, envelope_service_client::EnvelopeServiceClient,
-};
+use accord_proto::pb::envelope::v1::{self as env, envelope_service_client::EnvelopeServiceClient};
 use accord_proto::pb::record::v1::{self as rec, record::Operation};
 use accord_tests::{TestNode, with_token};
 use federation_common::*;
@@ -191,7 +189,11 @@ async fn all_ack_commits_at_both_organisations_and_moves_the_budget() {
             "envelope_prepared TRANSFER_PREPARE_CONFIRMED",
             "envelope_commit TRANSFER_COMMITTED",
         ] {
-            assert!(s.contains(&want.to_string()), "{}: {want} not in {s:?}", e.role);
+            assert!(
+                s.contains(&want.to_string()),
+                "{}: {want} not in {s:?}",
+                e.role
+            );
         }
     }
     // Listing open envelopes shows none; with closed ones, this one.
@@ -239,7 +241,12 @@ async fn a_silent_participant_aborts_on_timeout_and_a_replay_changes_nothing() {
     assert_eq!(early.checked, vec!["t-3".to_string()]);
     assert_eq!(get(&a, "t-3").await.unwrap().phase, "PREPARING");
     // A tick past the timeout aborts it.
-    tick(&a, "late", preparing.started_at_unix_ms + TIMEOUT_MS + 1_000).await;
+    tick(
+        &a,
+        "late",
+        preparing.started_at_unix_ms + TIMEOUT_MS + 1_000,
+    )
+    .await;
     let at_a = wait_phase(&a, "t-3", "ABORTED").await;
     assert_eq!(at_a.abort_cause, "TIMEOUT");
     assert_eq!(account(&at_a, "src").reserved, 0);
@@ -268,14 +275,22 @@ async fn a_coordinator_killed_mid_preparing_aborts_on_timeout_after_restart() {
     // Rebuilt from the ledger: still PREPARING, the reservation still held.
     let rebuilt = wait_phase(&a, "t-4", "PREPARING").await;
     assert_eq!(account(&rebuilt, "src").reserved, 30);
-    tick(&a, "after-restart", preparing.started_at_unix_ms + TIMEOUT_MS + 1).await;
+    tick(
+        &a,
+        "after-restart",
+        preparing.started_at_unix_ms + TIMEOUT_MS + 1_000,
+    )
+    .await;
     let at_a = wait_phase(&a, "t-4", "ABORTED").await;
-    assert_eq!(account(&at_a, "src"), env::Account {
-        account: "src".into(),
-        balance: 100,
-        reserved: 0,
-        pending: vec![],
-    });
+    assert_eq!(
+        account(&at_a, "src"),
+        env::Account {
+            account: "src".into(),
+            balance: 100,
+            reserved: 0,
+            pending: vec![],
+        }
+    );
     b.spawn().await.unwrap();
     wait_phase(&b, "t-4", "ABORTED").await;
 }
@@ -301,7 +316,9 @@ async fn bad_input_is_refused_with_its_field_and_strangers_see_nothing() {
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
     assert_eq!(
-        e.metadata().get("accord-field").and_then(|v| v.to_str().ok()),
+        e.metadata()
+            .get("accord-field")
+            .and_then(|v| v.to_str().ok()),
         Some("envelope_type")
     );
     let bad = env::StartRequest {
@@ -321,7 +338,9 @@ async fn bad_input_is_refused_with_its_field_and_strangers_see_nothing() {
         .await
         .unwrap_err();
     assert_eq!(
-        e.metadata().get("accord-field").and_then(|v| v.to_str().ok()),
+        e.metadata()
+            .get("accord-field")
+            .and_then(|v| v.to_str().ok()),
         Some("participants[0].changes[0].kind")
     );
     let e = c

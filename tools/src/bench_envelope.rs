@@ -84,11 +84,17 @@ async fn budget(node: &InProcNode, party: &str, c: &str) -> Result<()> {
         node.channel().await?,
     );
     let resp = w
-        .declare(authed(DeclareRequest { record: Some(r) }, &token(node, party)?)?)
+        .declare(authed(
+            DeclareRequest { record: Some(r) },
+            &token(node, party)?,
+        )?)
         .await?
         .into_inner();
     if !resp.outcome.is_some_and(|o| o.applied) {
-        return Err(anyhow!("the budget commitment was not applied at {}", node.name));
+        return Err(anyhow!(
+            "the budget commitment was not applied at {}",
+            node.name
+        ));
     }
     Ok(())
 }
@@ -202,7 +208,10 @@ pub async fn run(mut a: EnvelopeArgs, mut out: crate::output::Output) -> Result<
     }
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
-        let (oa, ob) = (open_count(&mut ca, &na).await?, open_count(&mut cb, &nb).await?);
+        let (oa, ob) = (
+            open_count(&mut ca, &na).await?,
+            open_count(&mut cb, &nb).await?,
+        );
         let last = format!("tp-{}", a.envelopes.saturating_sub(1));
         if oa == 0
             && ob == 0
@@ -212,7 +221,9 @@ pub async fn run(mut a: EnvelopeArgs, mut out: crate::output::Output) -> Result<
             break;
         }
         if Instant::now() > deadline {
-            return Err(anyhow!("envelopes did not finish: {oa} open at acme, {ob} at globex"));
+            return Err(anyhow!(
+                "envelopes did not finish: {oa} open at acme, {ob} at globex"
+            ));
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

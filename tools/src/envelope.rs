@@ -3,9 +3,7 @@
 
 use crate::creds::{Bearer, ReadArgs};
 use crate::output::{self, Output};
-use accord_proto::pb::envelope::v1::{
-    self as pb, envelope_service_client::EnvelopeServiceClient,
-};
+use accord_proto::pb::envelope::v1::{self as pb, envelope_service_client::EnvelopeServiceClient};
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -230,7 +228,10 @@ async fn show(a: ShowArgs, out: Output) -> Result<()> {
             ]
         })
         .collect();
-    output::table(&["AT_MS", "STEP", "EVENT", "AUTHOR", "PHASE", "RECORD"], &rows);
+    output::table(
+        &["AT_MS", "STEP", "EVENT", "AUTHOR", "PHASE", "RECORD"],
+        &rows,
+    );
     Ok(())
 }
 

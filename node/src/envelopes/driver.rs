@@ -189,7 +189,9 @@ async fn drive(node: &Node, tried: &mut HashSet<(String, &'static str, String)>)
                 applied = r.outcome.applied,
                 "envelope record"
             ),
-            Err(e) => tracing::warn!(envelope = %o.op.envelope, error = %e, "envelope record not written"),
+            Err(e) => {
+                tracing::warn!(envelope = %o.op.envelope, error = %e, "envelope record not written")
+            }
         }
     }
 }

@@ -112,14 +112,21 @@ impl Envelopes {
             ke::EnvelopeStep::Vote {
                 participant, vote, ..
             } => {
-                if !env.participants.iter().any(|p| p.participant == *participant) {
+                if !env
+                    .participants
+                    .iter()
+                    .any(|p| p.participant == *participant)
+                {
                     return no(
                         C::NotParticipant,
                         format!("{participant:?} is not a participant of {id:?}"),
                     );
                 }
                 if record.author.organisation != *participant {
-                    return no(C::WrongRole, format!("only {participant:?} answers for itself"));
+                    return no(
+                        C::WrongRole,
+                        format!("only {participant:?} answers for itself"),
+                    );
                 }
                 match env.votes.get(participant) {
                     Some((v, _)) if v != vote => {

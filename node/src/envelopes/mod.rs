@@ -239,7 +239,12 @@ impl Envelopes {
     }
 
     /// A tick: checked against every envelope it lists that its author's node coordinates.
-    fn tick(&mut self, record: &k::Record, access: &k::Access, now: i64) -> Result<(), k::Rejection> {
+    fn tick(
+        &mut self,
+        record: &k::Record,
+        access: &k::Access,
+        now: i64,
+    ) -> Result<(), k::Rejection> {
         let k::Operation::Tick(t) = &record.op else {
             return Ok(());
         };

@@ -75,7 +75,10 @@ impl Node {
         for (r, t) in &self.ledger {
             fresh.apply(r, &acc, *t, &budget(self.org));
         }
-        assert_eq!(fresh.envelopes, self.envs.envelopes, "replay reaches the same envelopes");
+        assert_eq!(
+            fresh.envelopes, self.envs.envelopes,
+            "replay reaches the same envelopes"
+        );
         assert_eq!(fresh.book, self.envs.book, "replay reaches the same book");
         self.envs = fresh;
     }
@@ -253,11 +256,21 @@ impl Sim {
     fn settle(&mut self) {
         for round in 0..2 {
             for _ in 0..200 {
-                let before = (self.nodes[0].ledger.len(), self.nodes[1].ledger.len(), self.wire.len());
+                let before = (
+                    self.nodes[0].ledger.len(),
+                    self.nodes[1].ledger.len(),
+                    self.wire.len(),
+                );
                 self.drive(0);
                 self.drive(1);
                 self.deliver(0, false);
-                if before == (self.nodes[0].ledger.len(), self.nodes[1].ledger.len(), self.wire.len()) {
+                if before
+                    == (
+                        self.nodes[0].ledger.len(),
+                        self.nodes[1].ledger.len(),
+                        self.wire.len(),
+                    )
+                {
                     break;
                 }
             }
@@ -266,7 +279,11 @@ impl Sim {
                 self.tick();
             }
         }
-        assert!(self.wire.is_empty(), "everything delivered: {:?}", self.wire.len());
+        assert!(
+            self.wire.is_empty(),
+            "everything delivered: {:?}",
+            self.wire.len()
+        );
     }
 
     fn check_outcome(&self) -> Phase {
@@ -276,7 +293,11 @@ impl Sim {
         assert_eq!(pa, pb, "never mixed");
         let (src, dst) = (self.nodes[0].account("src"), self.nodes[1].account("dst"));
         assert_eq!(src.balance + dst.balance, 150, "no budget created or lost");
-        assert_eq!((src.reserved, dst.reserved), (0, 0), "reservations released");
+        assert_eq!(
+            (src.reserved, dst.reserved),
+            (0, 0),
+            "reservations released"
+        );
         assert!(src.pending.is_empty() && dst.pending.is_empty());
         pa
     }
@@ -313,7 +334,10 @@ fn the_same_abort_twice_changes_nothing_and_a_commit_needs_the_own_ack() {
         .cloned()
         .expect("abort at globex")
         .0;
-    let before = (s.nodes[1].envs.envelopes.clone(), s.nodes[1].envs.book.clone());
+    let before = (
+        s.nodes[1].envs.envelopes.clone(),
+        s.nodes[1].envs.book.clone(),
+    );
     // The very record again: refused as a duplicate, nothing changes.
     let acc = access_b();
     let out = s.nodes[1].envs.apply(&abort, &acc, s.now, &budget(B));
@@ -323,7 +347,10 @@ fn the_same_abort_twice_changes_nothing_and_a_commit_needs_the_own_ack() {
     again.id = s.id();
     let out = s.nodes[1].envs.apply(&again, &acc, s.now, &budget(B));
     assert!(out.applied, "{out:?}");
-    assert_eq!(s.nodes[1].envs.envelopes["e-1"].phase, before.0["e-1"].phase);
+    assert_eq!(
+        s.nodes[1].envs.envelopes["e-1"].phase,
+        before.0["e-1"].phase
+    );
     assert_eq!(s.nodes[1].envs.book, before.1);
 
     // A commit at a participant whose own ACK is not in its ledger is refused.
@@ -363,12 +390,22 @@ fn a_coordinator_restarted_mid_preparing_aborts_on_timeout() {
     s.wire.clear(); // globex never hears of it before the timeout
     s.now += 10_000;
     s.tick();
-    assert_eq!(s.nodes[0].phase("e-1"), Some(Phase::Preparing), "not yet timed out");
+    assert_eq!(
+        s.nodes[0].phase("e-1"),
+        Some(Phase::Preparing),
+        "not yet timed out"
+    );
     s.now += 25_000;
     s.tick();
     s.drive(0);
     assert_eq!(s.nodes[0].phase("e-1"), Some(Phase::Aborted));
-    assert_eq!(s.nodes[0].account("src"), ke::Account { balance: 100, ..Default::default() });
+    assert_eq!(
+        s.nodes[0].account("src"),
+        ke::Account {
+            balance: 100,
+            ..Default::default()
+        }
+    );
 }
 
 /// Every arrow of the seed's diagram (the table's rows that move the phase) is taken by some

@@ -53,16 +53,22 @@ pub fn defaults() -> Vec<ke::EnvelopeType> {
 
 /// The built-in types, by name.
 pub fn all_defaults() -> BTreeMap<String, ke::EnvelopeType> {
-    defaults().into_iter().map(|t| (t.name.clone(), t)).collect()
+    defaults()
+        .into_iter()
+        .map(|t| (t.name.clone(), t))
+        .collect()
 }
 
 /// Every type the node knows, by name: the built-ins, then the config's.
 pub fn all(config: &Config) -> BTreeMap<String, ke::EnvelopeType> {
-    defaults()
-        .into_iter()
-        .chain(config.envelope_types.iter().cloned())
-        .map(|t| (t.name.clone(), t))
-        .collect()
+    let mut all = all_defaults();
+    all.extend(
+        config
+            .envelope_types
+            .iter()
+            .map(|t| (t.name.clone(), t.clone())),
+    );
+    all
 }
 
 /// The tick interval the node's own scheduler uses, if it ticks.

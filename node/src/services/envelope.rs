@@ -175,7 +175,11 @@ impl EnvelopeApi {
             return Err(Error::FailedPrecondition(format!(
                 "{}: {}",
                 outcome.rejection_code,
-                outcome.rejection_detail.chars().take(256).collect::<String>()
+                outcome
+                    .rejection_detail
+                    .chars()
+                    .take(256)
+                    .collect::<String>()
             )));
         }
         let phase = self
