@@ -412,7 +412,7 @@ fn a_coordinator_restarted_mid_preparing_aborts_on_timeout() {
 /// run of the node's rules, at the coordinator.
 #[test]
 fn every_arrow_of_the_table_is_exercised() {
-    let mut seen: std::collections::BTreeSet<(Phase, EventKind, Phase)> = Default::default();
+    let mut seen: std::collections::HashSet<(Phase, EventKind, Phase)> = Default::default();
     for (amount, timeout) in [(30, false), (130, false), (30, true)] {
         let mut s = Sim::new();
         s.start(amount);
