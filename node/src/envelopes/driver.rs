@@ -60,6 +60,14 @@ pub fn owed(envs: &Envelopes) -> Vec<Owed> {
                     }
                 }
             }
+            if matches!(step, ke::EnvelopeStep::Abort { .. })
+                && let Some(p) = env.prepare
+                && !all.contains(&p)
+            {
+                // The prepare too (which names the start): a participant admits the abort only
+                // once it knows the envelope, whatever the order of delivery.
+                all.push(p);
+            }
             out.push(Owed {
                 op: ke::EnvelopeOperation {
                     envelope,

@@ -87,8 +87,17 @@ impl Node {
         self.envs.get(id).map(|e| e.phase)
     }
 
+    /// An account as the book holds it, or as it opens (untouched by any envelope here).
     fn account(&self, a: &str) -> ke::Account {
-        self.envs.book.accounts.get(a).cloned().unwrap_or_default()
+        self.envs
+            .book
+            .accounts
+            .get(a)
+            .cloned()
+            .unwrap_or(ke::Account {
+                balance: budget(self.org)(a).unwrap_or_default(),
+                ..Default::default()
+            })
     }
 }
 
