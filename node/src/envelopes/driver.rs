@@ -172,8 +172,9 @@ pub async fn tick(
     Ok(Some((id, open)))
 }
 
-/// Writes everything owed now, each at most once per process (`tried`): a record the kernel
-/// refused is not retried in a loop; a restart tries once more.
+/// Writes everything owed now, each at most once per process once written (`tried`): a record
+/// the kernel refused is not retried in a loop (a restart tries once more); one that could not
+/// be written is tried again on the next wake.
 async fn drive(node: &Node, tried: &mut HashSet<(String, &'static str, String)>) {
     let owed = match node.projection.read() {
         Ok(p) => owed(&p.envelopes),
@@ -185,7 +186,7 @@ async fn drive(node: &Node, tried: &mut HashSet<(String, &'static str, String)>)
             o.op.step.wire_name(),
             o.basis.first().map(hex::encode).unwrap_or_default(),
         );
-        if !tried.insert(key) {
+        if !tried.insert(key.clone()) {
             continue;
         }
         match write(node, &o).await {
@@ -198,6 +199,8 @@ async fn drive(node: &Node, tried: &mut HashSet<(String, &'static str, String)>)
                 "envelope record"
             ),
             Err(e) => {
+                // Not written (the ledger was busy or stopping): tried again on the next wake.
+                tried.remove(&key);
                 tracing::warn!(envelope = %o.op.envelope, error = %e, "envelope record not written")
             }
         }

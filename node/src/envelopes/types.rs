@@ -126,6 +126,50 @@ pub fn warnings(config: &Config) -> Vec<String> {
 mod tests {
     use super::*;
 
+    fn config(extra: &str) -> Config {
+        let text = format!(
+            "name = \"acme\"\ndata_dir = \"d\"\nlisten = \"127.0.0.1:0\"\n[tls]\ncert = \"c\"\nkey = \"k\"\n[keys]\nnode = \"n\"\n{extra}"
+        );
+        toml::from_str(&text).expect("config parses")
+    }
+
+    #[test]
+    fn a_declared_type_is_validated_and_errors_name_the_field() {
+        // The seed's declaration without its abort event declared in events.
+        let decl = BUDGET_TRANSFER_DECL
+            .replace("name = \"budget_transfer\"", "name = \"mine\"")
+            .replace(
+                "[events.TRANSFER_ABORTED]\nstate = \"envelope_state\"\n",
+                "",
+            );
+        let body: String = decl
+            .lines()
+            .map(|l| {
+                if l.starts_with("[events.") {
+                    l.replace("[events.", "[envelope_types.events.")
+                } else if l.starts_with("[[participants]]") {
+                    "[[envelope_types.participants]]".to_string()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let c = config(&format!("[[envelope_types]]{body}\n"));
+        assert_eq!(c.envelope_types.len(), 1);
+        let e = validate(&c).unwrap_err();
+        assert_eq!(e.field, "envelope_types[0].lifecycle.abort_event");
+        assert!(e.reason.starts_with("undeclared_event"), "{e}");
+        // Ticking every 60 s against the 30 s timeout: valid, with the seed's warning.
+        let c = config("[envelopes]\ntick_interval_seconds = 60\n");
+        assert!(validate(&c).is_ok());
+        let w = warnings(&c);
+        assert!(w.iter().any(|w| w.contains("twice the timeout")), "{w:?}");
+        assert!(warnings(&config("")).is_empty());
+        let e = validate(&config("[envelopes]\ntick_interval_seconds = 0\n")).unwrap_err();
+        assert_eq!(e.field, "envelopes.tick_interval_seconds");
+    }
+
     #[test]
     fn the_built_in_transfer_is_the_seeds_and_valid() {
         let d = defaults();
