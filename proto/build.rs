@@ -13,6 +13,8 @@ const PROTOS: &[&str] = &[
     "accord/admin/v1/admin.proto",
     "accord/record/v1/run_record.proto",
     "accord/run/v1/run.proto",
+    "accord/envelope/v1/envelope_record.proto",
+    "accord/envelope/v1/envelope.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -54,6 +54,40 @@ pub struct Config {
     /// Resource bounds for every caller (issue 8; README "Limits").
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// Commit-envelope types (seed 003), beside the built-in `budget_transfer`
+    /// ([`crate::envelopes::types`]).
+    #[serde(default)]
+    pub envelope_types: Vec<accord_kernel::envelope::EnvelopeType>,
+    /// The envelope scheduler (seed 003, "Timeout").
+    #[serde(default)]
+    pub envelopes: EnvelopesConfig,
+}
+
+/// The envelope scheduler: the node ticks every `tick_interval_seconds` (the timeout of each
+/// open envelope it coordinates is checked on each tick), unless `external_ticks` is set — then
+/// only ticks submitted through `EnvelopeService.SubmitTick` count.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvelopesConfig {
+    /// Seconds between the node's own ticks (seed 003 recommends 5–10).
+    #[serde(default = "default_envelope_tick")]
+    pub tick_interval_seconds: u64,
+    /// Ticks come from an external scheduler only.
+    #[serde(default)]
+    pub external_ticks: bool,
+}
+
+fn default_envelope_tick() -> u64 {
+    5
+}
+
+impl Default for EnvelopesConfig {
+    fn default() -> Self {
+        Self {
+            tick_interval_seconds: default_envelope_tick(),
+            external_ticks: false,
+        }
+    }
 }
 
 /// TLS settings.
@@ -666,6 +700,7 @@ impl Config {
             }
         }
         self.limits.validate()?;
+        crate::envelopes::types::validate(self)?;
         let f = &self.federation;
         for (field, v) in [
             ("federation.batch_size", f.batch_size as u64),

@@ -109,6 +109,8 @@ fn parties(list: &[pb::PartyRef]) -> Vec<k::Party> {
 #[path = "convert_issue11_tests.rs"]
 mod issue11_tests;
 
+#[path = "convert_envelope.rs"]
+pub mod envelope;
 #[path = "convert_run.rs"]
 pub mod run;
 
@@ -508,6 +510,8 @@ fn operation(op: &Op) -> R<k::Operation> {
         | Op::RunOutput(_)
         | Op::RunAuditEvent(_) => run::operation(op)?
             .ok_or_else(|| Error::Internal("run record without run operation".into()))?,
+        Op::Envelope(_) | Op::Tick(_) => envelope::operation(op)?
+            .ok_or_else(|| Error::Internal("envelope record without envelope operation".into()))?,
     })
 }
 

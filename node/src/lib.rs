@@ -22,6 +22,7 @@ pub mod ledger;
 
 pub(crate) mod auth;
 pub(crate) mod convert;
+pub(crate) mod envelopes;
 pub(crate) mod error;
 pub(crate) mod federation;
 pub(crate) mod log;

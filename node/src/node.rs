@@ -114,7 +114,11 @@ pub(crate) async fn open(config: Config, clock: Clock) -> Result<Opened, Error> 
     let machine = WorkMachine::new(
         projection.clone(),
         crate::projection::access_from_config(&config)?,
-    );
+    )
+    .with_envelopes(crate::envelopes::Envelopes::new(
+        &config.name,
+        crate::envelopes::types::all(&config),
+    ));
     let access = machine.access_handle();
     let data_dir = config.data_dir.clone();
     let max_batch = config.ledger.max_batch;

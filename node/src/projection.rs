@@ -84,6 +84,8 @@ pub struct Projection {
     touched: Touched,
     /// The runs (seed 002), kept apart from the commitments ([`crate::runs`]).
     pub runs: crate::runs::Runs,
+    /// The commit envelopes (seed 003), kept apart too ([`crate::envelopes`]).
+    pub envelopes: crate::envelopes::Envelopes,
 }
 
 impl Projection {
@@ -216,6 +218,15 @@ impl Projection {
         if matches!(record.op, k::Operation::Run(_)) {
             return self.runs.apply(record, access, now);
         }
+        if let k::Operation::Envelope(_) | k::Operation::Tick(_) = record.op {
+            let cs = &self.commitments;
+            let budget = |a: &str| {
+                cs.0.get(a)
+                    .and_then(|c| c.terms.budget.as_ref())
+                    .map(|b| b.amount)
+            };
+            return self.envelopes.apply(record, access, now, &budget);
+        }
         // apply_with sees every commitment: a taken reopening id is refused, and an admission
         // about a record of no known commitment is applied without derived state.
         let result = k::apply_with(&self.commitments, record, access, now);
@@ -277,6 +288,7 @@ impl Projection {
     fn publish_into(&mut self, published: &mut Projection) {
         let touched = std::mem::take(&mut self.touched);
         self.runs.publish_into(&mut published.runs);
+        self.envelopes.publish_into(&mut published.envelopes);
         for id in touched.commitments {
             match self.commitments.0.get(&id) {
                 Some(c) => {
@@ -331,7 +343,8 @@ pub fn access_from_config(c: &Config) -> Result<k::Access, Error> {
         c.parties
             .iter()
             .map(|p| p.name.clone())
-            .chain([WORK_SERVICE.to_string(), "operator".to_string()]),
+            .chain([WORK_SERVICE.to_string(), "operator".to_string()])
+            .chain([crate::envelopes::ENVELOPE_SERVICE.to_string()]),
     );
     for p in &c.peers {
         a = a.with_organisation(&p.name);

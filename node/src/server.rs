@@ -85,6 +85,14 @@ pub async fn run_with_clock(
         background.clone(),
     ));
     let federation = crate::federation::spawn(&node, &background);
+    // Commit envelopes (seed 003): the driver writes what envelopes owe, and ticks.
+    for w in crate::envelopes::types::warnings(&node.config) {
+        tracing::warn!(warning = %w, "envelope type");
+    }
+    let envelopes = tokio::spawn(crate::envelopes::driver::run(
+        node.clone(),
+        background.clone(),
+    ));
     let metrics_server = metrics_listener
         .map(|l| tokio::spawn(crate::metrics::serve(node.clone(), l, background.clone())));
 
@@ -115,6 +123,7 @@ pub async fn run_with_clock(
         .add_service(crate::services::federation::server(node.clone()))
         .add_service(crate::services::admin::server(node.clone()))
         .add_service(crate::services::run::server(node.clone()))
+        .add_service(crate::services::envelope::server(node.clone()))
         .serve_with_incoming_shutdown(incoming, shutdown.cancelled())
         .await
         .map_err(|e| Error::Internal(format!("serve: {e}")));
@@ -122,6 +131,7 @@ pub async fn run_with_clock(
     background.cancel();
     let _ = checkpointer.await;
     let _ = clock.await;
+    let _ = envelopes.await;
     for t in federation {
         let _ = t.await;
     }
@@ -146,6 +156,7 @@ pub const SERVED_SERVICES: &[&str] = &[
     "accord.federation.v1.FederationService",
     "accord.admin.v1.AdminService",
     "accord.run.v1.RunService",
+    "accord.envelope.v1.EnvelopeService",
     "grpc.health.v1.Health",
     "grpc.reflection.v1.ServerReflection",
     "grpc.reflection.v1alpha.ServerReflection",

@@ -50,6 +50,13 @@ pub mod run {
         tonic::include_proto!("accord.run.v1");
     }
 }
+/// Commit envelopes (`accord.envelope.v1`).
+pub mod envelope {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("accord.envelope.v1");
+    }
+}
 
 /// The encoded `FileDescriptorSet` of every Accord proto file, for gRPC reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("accord_descriptor");

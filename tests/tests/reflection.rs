@@ -12,6 +12,7 @@ const NODE: &[&str] = &[
     "accord.federation.v1.FederationService",
     "accord.log.v1.LogService",
     "accord.run.v1.RunService",
+    "accord.envelope.v1.EnvelopeService",
     "accord.work.v1.WorkService",
     "grpc.health.v1.Health",
     "grpc.reflection.v1.ServerReflection",

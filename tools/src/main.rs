@@ -11,6 +11,8 @@ mod admin;
 #[cfg(feature = "node")]
 mod bench;
 #[cfg(feature = "node")]
+mod bench_envelope;
+#[cfg(feature = "node")]
 mod bench_federation;
 #[cfg(feature = "node")]
 mod bench_log;
@@ -20,6 +22,8 @@ mod bench_witness;
 mod creds;
 #[cfg(feature = "node")]
 mod demo;
+#[cfg(feature = "node")]
+mod envelope;
 #[cfg(feature = "node")]
 mod health;
 #[cfg(feature = "node")]
@@ -80,6 +84,10 @@ enum Cmd {
     #[cfg(feature = "node")]
     #[command(subcommand)]
     Work(work::WorkCmd),
+    /// Commit envelopes: start one, show one, list them by age.
+    #[cfg(feature = "node")]
+    #[command(subcommand)]
+    Envelope(envelope::EnvelopeCmd),
     /// gRPC health check over TLS (for probes): exit 0 when SERVING.
     #[cfg(feature = "node")]
     Health(health::HealthArgs),
@@ -106,6 +114,8 @@ enum BenchCmd {
     Witness(bench_witness::WitnessArgs),
     /// Records per second federated A→B end to end, and submit→admitted latency.
     Federation(bench_federation::FederationArgs),
+    /// Commit envelopes committed per second across two organisations, start → COMMITTED.
+    Envelope(bench_envelope::EnvelopeArgs),
 }
 
 fn main() -> ExitCode {
@@ -156,9 +166,11 @@ fn online(cmd: Cmd, out: output::Output) -> ExitCode {
             Cmd::Bench(BenchCmd::Log(a)) => bench_log::run(a).await,
             Cmd::Bench(BenchCmd::Witness(a)) => bench_witness::run(a, out).await,
             Cmd::Bench(BenchCmd::Federation(a)) => bench_federation::run(a, out).await,
+            Cmd::Bench(BenchCmd::Envelope(a)) => bench_envelope::run(a, out).await,
             Cmd::Admin(a) => admin::run(a, out).await,
             Cmd::Status(a) => status::run(a, out).await,
             Cmd::Work(c) => work::run(c, out).await,
+            Cmd::Envelope(c) => envelope::run(c, out).await,
             Cmd::Health(a) => health::run(a, out).await,
             Cmd::Receipt(receipt::ReceiptCmd::Fetch(a)) => receipt::fetch(a, out).await,
             Cmd::Receipt(receipt::ReceiptCmd::Verify(_)) => Ok(()),

@@ -127,6 +127,8 @@ pub fn destinations(node: &Node, entry: &LedgerEntry) -> Vec<String> {
     let mut named = Vec::new();
     named_parties(&r, &mut named);
     orgs.extend(named.into_iter().map(|p| p.organisation));
+    // Commit envelopes (seed 003): the coordinator's and participants' organisations.
+    orgs.extend(crate::envelopes::route::destinations(node, &r));
     orgs.remove(node.name());
     let fed = &node.federation;
     orgs.into_iter()

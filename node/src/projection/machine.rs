@@ -34,6 +34,13 @@ impl WorkMachine {
         }
     }
 
+    /// The commit envelopes (seed 003) the working copy starts with: this organisation and its
+    /// declared envelope types ([`crate::envelopes`]).
+    pub fn with_envelopes(mut self, envelopes: crate::envelopes::Envelopes) -> Self {
+        self.working.envelopes = envelopes;
+        self
+    }
+
     /// The Access the kernel is given, shared.
     pub fn access_handle(&self) -> Arc<RwLock<k::Access>> {
         self.access.clone()

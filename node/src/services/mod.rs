@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod attention;
 pub mod commitments;
+pub mod envelope;
 pub mod federation;
 pub mod listing;
 pub mod log;

@@ -1,0 +1,233 @@
+//! The envelope driver: one task per node that writes what the envelopes owe — the
+//! coordinator's next lifecycle record ([`ke::Envelope::due`]) and this organisation's vote —
+//! and, unless `envelopes.external_ticks` is set, the scheduler's tick every
+//! `envelopes.tick_interval_seconds` (seed 003, "Timeout").
+//!
+//! What is owed is derived from the published envelope state alone, never remembered, so a
+//! node that crashed between two records rebuilds its envelopes from the ledger at start and
+//! drives them on (issue 13, "Crash recovery"). The driver is the only writer of these records
+//! and writes one at a time; the ledger publishes a record's effect before `append` returns,
+//! so the next scan already sees it.
+//!
+//! Every record is authored by `<org>/envelope-service` and signed with the node key; its kernel
+//! form is converted from the signed wire record like a submitted record's.
+
+use super::{ENVELOPE_SERVICE, Envelopes};
+use crate::error::Error;
+use crate::node::Node;
+use accord_kernel::envelope::{self as ke, Phase};
+use accord_proto::pb::envelope::v1 as epb;
+use accord_proto::pb::record::v1 as pb;
+use accord_proto::pb::record::v1::record::Operation as Op;
+use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE, RecordId};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// One record an envelope owes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owed {
+    /// The record's operation.
+    pub op: ke::EnvelopeOperation,
+    /// Its basis (the cause first).
+    pub basis: Vec<RecordId>,
+}
+
+/// What `envs` owes now: each coordinated envelope's next lifecycle record, and this
+/// organisation's vote on every envelope it stages for and has not answered in its ledger.
+pub fn owed(envs: &Envelopes) -> Vec<Owed> {
+    let org = envs.org();
+    let mut out = Vec::new();
+    for env in envs.all() {
+        if envs.coordinates(env)
+            && let Some(ke::EnvelopeEffect::Emit {
+                envelope,
+                event,
+                step,
+                basis,
+                ..
+            }) = env.due()
+        {
+            let mut all = vec![basis];
+            if step == ke::EnvelopeStep::Prepared {
+                // Every ACK, not only the completing one, so a participant admits prepared only
+                // once it holds every answer (federation quarantines a record until its basis is
+                // in the ledger) and follows the coordinator to COMMITTING.
+                for (v, r) in env.votes.values() {
+                    if *v == ke::Vote::Ack && !all.contains(r) {
+                        all.push(*r);
+                    }
+                }
+            }
+            if matches!(step, ke::EnvelopeStep::Abort { .. })
+                && let Some(p) = env.prepare
+                && !all.contains(&p)
+            {
+                // The prepare too (which names the start): a participant admits the abort only
+                // once it knows the envelope, whatever the order of delivery.
+                all.push(p);
+            }
+            out.push(Owed {
+                op: ke::EnvelopeOperation {
+                    envelope,
+                    event,
+                    step,
+                },
+                basis: all,
+            });
+        }
+        if env.phase == Phase::Preparing
+            && envs.own_vote(&env.id).is_none()
+            && let (Some(vote), Some(prepare)) = (envs.book().votes.get(&env.id), env.prepare)
+        {
+            out.push(Owed {
+                op: ke::EnvelopeOperation {
+                    envelope: env.id.clone(),
+                    event: String::new(),
+                    step: ke::EnvelopeStep::Vote {
+                        participant: org.to_string(),
+                        vote: *vote,
+                        reason: match vote {
+                            ke::Vote::Ack => String::new(),
+                            ke::Vote::Nack => {
+                                "cannot stage: unknown account or budget not available".into()
+                            }
+                        },
+                    },
+                },
+                basis: vec![prepare],
+            });
+        }
+    }
+    out
+}
+
+/// Signs and appends a record of `<org>/envelope-service`.
+async fn append(
+    node: &Node,
+    entity: String,
+    basis: &[RecordId],
+    items: Vec<String>,
+    op: Op,
+) -> Result<(RecordId, crate::ledger::AppendResult), Error> {
+    let record = pb::Record {
+        author: Some(pb::PartyRef {
+            organisation: node.name().to_string(),
+            name: ENVELOPE_SERVICE.to_string(),
+        }),
+        declared_at_unix_ms: node.clock.now_ms(),
+        commitment_id: entity,
+        basis: basis.iter().map(|b| b.to_vec().into()).collect(),
+        items,
+        nonce: Default::default(),
+        operation: Some(op),
+    };
+    let signed = signing::sign_record(&node.signer, &record);
+    let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
+    let input = crate::convert::record_from_pb(id, &record)?;
+    let r = node
+        .ledger
+        .append(crate::ledger::Append { id, signed, input })
+        .await?;
+    Ok((id, r))
+}
+
+/// Writes one owed record. The record's entity (`commitment_id`) is the envelope.
+pub async fn write(node: &Node, o: &Owed) -> Result<crate::ledger::AppendResult, Error> {
+    let op = crate::convert::envelope::envelope_op(&o.op);
+    append(node, o.op.envelope.clone(), &o.basis, Vec::new(), op)
+        .await
+        .map(|(_, r)| r)
+}
+
+/// Writes a tick (seed 003's `kind: system` event) checked against every envelope this node
+/// coordinates that is PREPARING; nothing is written when none is (an idle node's ledger does
+/// not grow with ticks). Returns the record and the envelopes it lists.
+pub async fn tick(
+    node: &Node,
+    tick_id: &str,
+    instant_time: i64,
+) -> Result<Option<(RecordId, Vec<String>)>, Error> {
+    crate::ident::id(tick_id).map_err(|r| Error::invalid("tick_id", r))?;
+    let open: Vec<String> = {
+        let p = node
+            .projection
+            .read()
+            .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
+        p.envelopes
+            .all()
+            .filter(|e| p.envelopes.coordinates(e) && e.phase == Phase::Preparing)
+            .map(|e| e.id.clone())
+            .collect()
+    };
+    if open.is_empty() {
+        return Ok(None);
+    }
+    let op = Op::Tick(epb::Tick {
+        tick_id: tick_id.to_string(),
+        instant_time,
+    });
+    let (id, _) = append(node, tick_id.to_string(), &[], open.clone(), op).await?;
+    Ok(Some((id, open)))
+}
+
+/// Writes everything owed now, each at most once per process once written (`tried`): a record
+/// the kernel refused is not retried in a loop (a restart tries once more); one that could not
+/// be written is tried again on the next wake.
+async fn drive(node: &Node, tried: &mut HashSet<(String, &'static str, String)>) {
+    let owed = match node.projection.read() {
+        Ok(p) => owed(&p.envelopes),
+        Err(_) => return,
+    };
+    for o in owed {
+        let key = (
+            o.op.envelope.clone(),
+            o.op.step.wire_name(),
+            o.basis.first().map(hex::encode).unwrap_or_default(),
+        );
+        if !tried.insert(key.clone()) {
+            continue;
+        }
+        match write(node, &o).await {
+            Ok(r) => tracing::info!(
+                envelope = %o.op.envelope,
+                step = o.op.step.wire_name(),
+                event = %o.op.event,
+                sequence = r.sequence,
+                applied = r.outcome.applied,
+                "envelope record"
+            ),
+            Err(e) => {
+                // Not written (the ledger was busy or stopping): tried again on the next wake.
+                tried.remove(&key);
+                tracing::warn!(envelope = %o.op.envelope, error = %e, "envelope record not written")
+            }
+        }
+    }
+}
+
+/// Runs until `shutdown`: drives on every ledger change, ticks on the configured interval.
+pub async fn run(node: Arc<Node>, shutdown: CancellationToken) {
+    let mut len = node.ledger.watch_len();
+    let mut tried = HashSet::new();
+    let cfg = node.config.envelopes.clone();
+    let every = Duration::from_secs(cfg.tick_interval_seconds.max(1));
+    let mut ticker = tokio::time::interval(every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        drive(&node, &mut tried).await;
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            r = len.changed() => if r.is_err() { return },
+            _ = ticker.tick(), if !cfg.external_ticks => {
+                let now = node.clock.now_ms();
+                match tick(&node, &format!("tick-{now}"), now).await {
+                    Ok(Some((_, open))) => tracing::debug!(open = open.len(), "envelope tick"),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(error = %e, "envelope tick not written"),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! Commit envelopes in the node (seed 003, "Lifecycle & Timeout"; issue 13): all envelope
+//! state of this node in one struct, [`Envelopes`], with a per-record [`Envelopes::apply`]
+//! that the projection calls for every `Operation::Envelope` and `Operation::Tick` record in
+//! ledger order — so start-up replays the ledger and reaches the same state (crash recovery).
+//!
+//! Two roles, decided by the records alone:
+//!
+//! * **Coordinator** (the envelope was started by a party of this organisation): the kernel's
+//!   machine ([`ke::apply_envelope`], [`ke::apply_tick`]) decides; what it owes next
+//!   ([`ke::Envelope::due`]) is written by the [`driver`].
+//! * **Participant** (started elsewhere, this organisation named): the envelope follows the
+//!   coordinator's records (prepare → PREPARING, prepared → COMMITTING, commit → COMMITTED,
+//!   abort → ABORTED); it never decides. The coordinator may be a participant too.
+//!
+//! In both roles this organisation's part is its [`ke::Book`]: prepare stages (a debit
+//! reserves) and decides the vote the driver then records; commit applies only after this
+//! node's own ACK record is in its ledger (`not_prepared` otherwise); abort runs the
+//! idempotent cleanup and lists the envelope once for audit ([`ke::Book::aborted`]).
+//! A budget account is a commitment id; it opens with the commitment's `terms.budget.amount`
+//! the first time an envelope touches it here.
+
+pub mod driver;
+mod follow;
+pub mod route;
+pub mod types;
+
+use crate::ledger::Outcome;
+use accord_kernel as k;
+use accord_kernel::envelope::{self as ke, Phase};
+use accord_proto::signing::RecordId;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The party of each organisation that writes its node's lifecycle records, votes and ticks.
+pub const ENVELOPE_SERVICE: &str = "envelope-service";
+
+/// One line of an envelope's history at this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// The record.
+    pub record: RecordId,
+    /// Its step's wire name (`envelope_prepare`, …, `tick`).
+    pub step: &'static str,
+    /// The declared event name, or `ACK`/`NACK by <org>` for a vote.
+    pub event: String,
+    /// Its author.
+    pub author: k::Party,
+    /// Ledger time here.
+    pub at: i64,
+    /// The phase after it.
+    pub phase: Phase,
+}
+
+/// Every envelope this node coordinates or takes part in, and its participant book.
+#[derive(Debug, Default)]
+pub struct Envelopes {
+    /// This organisation.
+    org: String,
+    /// The declared envelope types (config and defaults).
+    types: BTreeMap<String, ke::EnvelopeType>,
+    /// Each envelope's derived state (the kernel's for coordinated ones; followed ones carry
+    /// what the coordinator's records said).
+    envelopes: BTreeMap<String, ke::Envelope>,
+    /// Each envelope's history here.
+    history: BTreeMap<String, Vec<Event>>,
+    /// This organisation's accounts and staged changes.
+    book: ke::Book,
+    /// This node's own vote record per envelope, once applied.
+    voted: BTreeMap<String, (ke::Vote, RecordId)>,
+    /// Changed since the last publication (the working copy only).
+    touched: BTreeSet<String>,
+}
+
+impl Envelopes {
+    /// The envelopes of organisation `org` with the declared `types`.
+    pub fn new(org: &str, types: BTreeMap<String, ke::EnvelopeType>) -> Self {
+        Envelopes {
+            org: org.to_string(),
+            types,
+            ..Default::default()
+        }
+    }
+
+    /// This organisation.
+    pub fn org(&self) -> &str {
+        &self.org
+    }
+
+    /// One envelope.
+    pub fn get(&self, id: &str) -> Option<&ke::Envelope> {
+        self.envelopes.get(id)
+    }
+
+    /// Every envelope.
+    pub fn all(&self) -> impl Iterator<Item = &ke::Envelope> {
+        self.envelopes.values()
+    }
+
+    /// One envelope's history here.
+    pub fn history(&self, id: &str) -> &[Event] {
+        self.history.get(id).map_or(&[], Vec::as_slice)
+    }
+
+    /// The declared types.
+    pub fn types(&self) -> &BTreeMap<String, ke::EnvelopeType> {
+        &self.types
+    }
+
+    /// This organisation's participant book.
+    pub fn book(&self) -> &ke::Book {
+        &self.book
+    }
+
+    /// Whether this node coordinates `env`.
+    pub fn coordinates(&self, env: &ke::Envelope) -> bool {
+        env.coordinator.organisation == self.org
+    }
+
+    /// This node's own vote record for `id`, once applied.
+    pub fn own_vote(&self, id: &str) -> Option<(ke::Vote, RecordId)> {
+        self.voted.get(id).copied()
+    }
+
+    /// Applies one envelope or tick record at ledger time `now`. `budget` gives the opening
+    /// balance of an account (a commitment's budget) the first time an envelope touches it.
+    pub fn apply(
+        &mut self,
+        record: &k::Record,
+        access: &k::Access,
+        now: i64,
+        budget: &dyn Fn(&str) -> Option<u64>,
+    ) -> Outcome {
+        let result = match &record.op {
+            k::Operation::Tick(_) => self.tick(record, access, now),
+            k::Operation::Envelope(op) => {
+                let coordinated = match &op.step {
+                    ke::EnvelopeStep::Start(_) => record.author.organisation == self.org,
+                    _ => self
+                        .envelopes
+                        .get(&op.envelope)
+                        .is_some_and(|e| self.coordinates(e)),
+                };
+                if coordinated {
+                    self.coordinate(record, op, access, now, budget)
+                } else {
+                    self.follow(record, op, access, now, budget)
+                }
+            }
+            _ => Err(k::Rejection::new(
+                k::RejectionCode::WrongMachine,
+                "not an envelope record",
+            )),
+        };
+        match result {
+            Ok(()) => Outcome {
+                applied: true,
+                ..Default::default()
+            },
+            Err(r) => Outcome {
+                applied: false,
+                rejection_code: r.code.as_str().to_string(),
+                rejection_detail: r.detail,
+            },
+        }
+    }
+
+    /// The coordinator's side: the kernel decides; this organisation's own part follows.
+    fn coordinate(
+        &mut self,
+        record: &k::Record,
+        op: &ke::EnvelopeOperation,
+        access: &k::Access,
+        now: i64,
+        budget: &dyn Fn(&str) -> Option<u64>,
+    ) -> Result<(), k::Rejection> {
+        let id = &op.envelope;
+        let applied = ke::apply_envelope(self.envelopes.get(id), &self.types, record, access, now)?;
+        let before = self.envelopes.get(id).map(|e| e.phase);
+        let next = applied.next;
+        // This organisation's part, on the transitions (never on duplicates); refused → nothing
+        // changes.
+        if before != Some(next.phase) || matches!(op.step, ke::EnvelopeStep::Vote { .. }) {
+            self.participate(&next, record, op, budget)?;
+        }
+        self.envelopes.insert(id.clone(), next);
+        self.log(id, record, now, event_name(op));
+        Ok(())
+    }
+
+    /// This organisation's part as a participant of `env` (coordinated or followed).
+    fn participate(
+        &mut self,
+        env: &ke::Envelope,
+        record: &k::Record,
+        op: &ke::EnvelopeOperation,
+        budget: &dyn Fn(&str) -> Option<u64>,
+    ) -> Result<(), k::Rejection> {
+        let id = &op.envelope;
+        if !env.participants.iter().any(|p| p.participant == self.org) {
+            return Ok(());
+        }
+        match &op.step {
+            ke::EnvelopeStep::Prepare => {
+                let changes = env.changes_of(&self.org).to_vec();
+                for c in &changes {
+                    let a = c.account();
+                    if !self.book.accounts.contains_key(a)
+                        && let Some(balance) = budget(a)
+                    {
+                        self.book.accounts.insert(
+                            a.to_string(),
+                            ke::Account {
+                                balance,
+                                ..Default::default()
+                            },
+                        );
+                    }
+                }
+                self.book.prepare(id, &changes);
+            }
+            ke::EnvelopeStep::Vote {
+                participant, vote, ..
+            } if *participant == self.org => {
+                self.voted.entry(id.clone()).or_insert((*vote, record.id));
+            }
+            ke::EnvelopeStep::Commit => {
+                // Issue 13 item 3: never apply a commit before this node's own ACK is recorded.
+                if self.voted.get(id).map(|(v, _)| *v) != Some(ke::Vote::Ack) {
+                    return Err(k::Rejection::new(
+                        k::RejectionCode::NotPrepared,
+                        format!("no ACK of {:?} is recorded for {id:?}", self.org),
+                    ));
+                }
+                self.book.commit(id)?;
+            }
+            ke::EnvelopeStep::Abort { .. } => self.book.abort(id)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A tick: checked against every envelope it lists that its author's node coordinates.
+    fn tick(
+        &mut self,
+        record: &k::Record,
+        access: &k::Access,
+        now: i64,
+    ) -> Result<(), k::Rejection> {
+        let k::Operation::Tick(t) = &record.op else {
+            return Ok(());
+        };
+        let mine = record.author.organisation == self.org;
+        for id in &record.items {
+            let Some(env) = self.envelopes.get(id) else {
+                continue;
+            };
+            if env.coordinator.organisation != record.author.organisation {
+                continue;
+            }
+            if mine {
+                // A tick that does not apply to one envelope (a duplicate) leaves it alone.
+                if let Ok(a) = ke::apply_tick(env, record, access, now) {
+                    self.envelopes.insert(id.clone(), a.next);
+                }
+            }
+            self.log(id, record, now, t.tick_id.clone());
+        }
+        Ok(())
+    }
+
+    fn log(&mut self, id: &str, record: &k::Record, now: i64, event: String) {
+        let phase = self.envelopes.get(id).map_or(Phase::Pending, |e| e.phase);
+        self.history.entry(id.to_string()).or_default().push(Event {
+            record: record.id,
+            step: record.op.wire_name(),
+            event,
+            author: record.author.clone(),
+            at: now,
+            phase,
+        });
+        self.touched.insert(id.to_string());
+    }
+
+    /// Copies what changed since the last call into `published` (O(envelopes touched)).
+    pub fn publish_into(&mut self, published: &mut Envelopes) {
+        if published.org.is_empty() {
+            published.org = self.org.clone();
+            published.types = self.types.clone();
+        }
+        for id in std::mem::take(&mut self.touched) {
+            if let Some(e) = self.envelopes.get(&id) {
+                for c in e.changes_of(&self.org) {
+                    if let Some(a) = self.book.accounts.get(c.account()) {
+                        published
+                            .book
+                            .accounts
+                            .insert(c.account().to_string(), a.clone());
+                    }
+                }
+                published.envelopes.insert(id.clone(), e.clone());
+            }
+            if let Some(h) = self.history.get(&id) {
+                let to = published.history.entry(id.clone()).or_default();
+                to.extend_from_slice(&h[to.len().min(h.len())..]);
+            }
+            copy(&self.book.staged, &mut published.book.staged, &id);
+            copy(&self.book.votes, &mut published.book.votes, &id);
+            copy(&self.book.outcomes, &mut published.book.outcomes, &id);
+            copy(&self.voted, &mut published.voted, &id);
+        }
+        let have = published.book.aborted.len();
+        if let Some(tail) = self.book.aborted.get(have..) {
+            published.book.aborted.extend_from_slice(tail);
+        }
+    }
+}
+
+fn copy<V: Clone>(from: &BTreeMap<String, V>, to: &mut BTreeMap<String, V>, id: &str) {
+    match from.get(id) {
+        Some(v) => {
+            to.insert(id.to_string(), v.clone());
+        }
+        None => {
+            to.remove(id);
+        }
+    }
+}
+
+/// What the history shows as the event: the declared name, or the vote.
+fn event_name(op: &ke::EnvelopeOperation) -> String {
+    match &op.step {
+        ke::EnvelopeStep::Vote {
+            participant, vote, ..
+        } => format!(
+            "{} by {participant}",
+            match vote {
+                ke::Vote::Ack => "ACK",
+                ke::Vote::Nack => "NACK",
+            }
+        ),
+        ke::EnvelopeStep::Start(s) => s.envelope_type.clone(),
+        _ => op.event.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,368 @@
+//! Commit envelopes between two organisations' real nodes (seed 003; issue 13): all-ACK commit,
+//! one NACK aborts everywhere, a participant that never answers aborts on timeout, the
+//! coordinator killed mid-PREPARING and restarted aborts on timeout, and a replay (restart)
+//! after the abort leaves the same state. Ticks are external (`envelopes.external_ticks`): the
+//! test submits a tick whose `instant_time` lies past the timeout, so nothing waits on a clock.
+
+mod federation_common;
+
+use accord_proto::pb::envelope::v1::{self as env, envelope_service_client::EnvelopeServiceClient};
+use accord_proto::pb::record::v1::{self as rec, record::Operation};
+use accord_tests::{TestNode, with_token};
+use federation_common::*;
+
+const TIMEOUT_MS: i64 = 30_000;
+
+fn config(text: &mut String, p: &std::path::Path) {
+    fast(text, p);
+    text.push_str("\n[envelopes]\nexternal_ticks = true\n");
+}
+
+async fn client(node: &TestNode) -> EnvelopeServiceClient<tonic::transport::Channel> {
+    EnvelopeServiceClient::new(node.channel().await.expect("channel"))
+}
+
+/// acme (alice, holding commitment `src` with budget 100) and globex (bob, holding `dst` with
+/// budget 50), peers of each other.
+async fn two_orgs() -> (TestNode, TestNode) {
+    let a = TestNode::builder("acme")
+        .party("alice")
+        .config(config)
+        .start()
+        .await
+        .unwrap();
+    let b = TestNode::builder("globex")
+        .party("bob")
+        .config(config)
+        .start()
+        .await
+        .unwrap();
+    accord_tests::federate(&a, &b).await.unwrap();
+    budget(&a, "alice", "src", 100).await;
+    budget(&b, "bob", "dst", 50).await;
+    (a, b)
+}
+
+/// `party` at `node` requests commitment `c` from itself with a budget of `amount`.
+async fn budget(node: &TestNode, party: &str, c: &str, amount: u64) {
+    let mut r = record(
+        &node.name,
+        party,
+        c,
+        &[],
+        Operation::Request(rec::Request {
+            candidate: Some(federation_common::party(&node.name, party)),
+            terms: Some(rec::Terms {
+                title: format!("{c} budget"),
+                budget: Some(rec::Budget {
+                    amount,
+                    unit: "EUR".into(),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+    );
+    r.declared_at_unix_ms = 0;
+    declare(node, party, r).await;
+}
+
+fn change(kind: env::ChangeKind, account: &str, amount: u64) -> env::EnvelopeChange {
+    env::EnvelopeChange {
+        kind: kind as i32,
+        account: account.into(),
+        amount,
+    }
+}
+
+/// alice starts a transfer of `amount` from acme's `src` to globex's `dst`; globex debits
+/// `dst_debit` extra when non-zero (to make it NACK).
+async fn start(a: &TestNode, id: &str, amount: u64, dst_debit: u64) -> env::StartResponse {
+    let mut dst = vec![change(env::ChangeKind::Credit, "dst", amount)];
+    if dst_debit > 0 {
+        dst = vec![change(env::ChangeKind::Debit, "dst", dst_debit)];
+    }
+    let req = env::StartRequest {
+        envelope: id.into(),
+        envelope_type: "budget_transfer".into(),
+        participants: vec![
+            env::EnvelopeParticipant {
+                participant: "acme".into(),
+                changes: vec![change(env::ChangeKind::Debit, "src", amount)],
+            },
+            env::EnvelopeParticipant {
+                participant: "globex".into(),
+                changes: dst,
+            },
+        ],
+    };
+    client(a)
+        .await
+        .start(with_token(req, &a.party_token("alice")))
+        .await
+        .expect("start")
+        .into_inner()
+}
+
+async fn get(node: &TestNode, id: &str) -> Option<env::Envelope> {
+    let req = env::GetRequest {
+        envelope: id.into(),
+    };
+    client(node)
+        .await
+        .get(with_token(req, &node.admin_token()))
+        .await
+        .ok()?
+        .into_inner()
+        .envelope
+}
+
+/// Waits until `node` shows envelope `id` in `phase`.
+async fn wait_phase(node: &TestNode, id: &str, phase: &str) -> env::Envelope {
+    let got = accord_tests::eventually(WAIT, || async {
+        get(node, id).await.filter(|e| e.phase == phase)
+    })
+    .await;
+    match got {
+        Ok(e) => e,
+        Err(e) => panic!(
+            "{}: {id} never {phase}: {e}; now {:?}",
+            node.name,
+            get(node, id).await
+        ),
+    }
+}
+
+fn account(e: &env::Envelope, name: &str) -> env::Account {
+    e.accounts
+        .iter()
+        .find(|a| a.account == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no account {name} in {e:?}"))
+}
+
+fn steps(e: &env::Envelope) -> Vec<String> {
+    e.history
+        .iter()
+        .map(|h| format!("{} {}", h.step, h.event))
+        .collect()
+}
+
+async fn tick(node: &TestNode, id: &str, instant_time: i64) -> env::SubmitTickResponse {
+    let req = env::SubmitTickRequest {
+        tick_id: id.into(),
+        instant_time,
+    };
+    client(node)
+        .await
+        .submit_tick(with_token(req, &node.admin_token()))
+        .await
+        .expect("tick")
+        .into_inner()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn all_ack_commits_at_both_organisations_and_moves_the_budget() {
+    accord_tests::ensure_fresh_bins();
+    let (a, b) = two_orgs().await;
+    let s = start(&a, "t-1", 30, 0).await;
+    assert_eq!(s.phase, "PENDING");
+    let at_a = wait_phase(&a, "t-1", "COMMITTED").await;
+    let at_b = wait_phase(&b, "t-1", "COMMITTED").await;
+    assert_eq!(at_a.role, "coordinator");
+    assert_eq!(at_b.role, "participant");
+    assert_eq!(at_a.votes.get("acme").map(String::as_str), Some("ACK"));
+    assert_eq!(at_a.votes.get("globex").map(String::as_str), Some("ACK"));
+    // The budget left one commitment and arrived at the other: nothing created or lost.
+    let (src, dst) = (account(&at_a, "src"), account(&at_b, "dst"));
+    assert_eq!((src.balance, src.reserved), (70, 0));
+    assert_eq!((dst.balance, dst.reserved), (80, 0));
+    assert_eq!(src.balance + dst.balance, 150);
+    // Every lifecycle event is a record under its declared name, at both organisations.
+    for e in [&at_a, &at_b] {
+        let s = steps(e);
+        for want in [
+            "envelope_start budget_transfer",
+            "envelope_prepare TRANSFER_PREPARED",
+            "envelope_vote ACK by acme",
+            "envelope_vote ACK by globex",
+            "envelope_prepared TRANSFER_PREPARE_CONFIRMED",
+            "envelope_commit TRANSFER_COMMITTED",
+        ] {
+            assert!(
+                s.contains(&want.to_string()),
+                "{}: {want} not in {s:?}",
+                e.role
+            );
+        }
+    }
+    // Listing open envelopes shows none; with closed ones, this one.
+    let open = client(&a)
+        .await
+        .list(with_token(env::ListRequest::default(), &a.admin_token()))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(open.envelopes.is_empty(), "{open:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_nack_aborts_everywhere_and_cleans_up() {
+    accord_tests::ensure_fresh_bins();
+    let (a, b) = two_orgs().await;
+    // globex cannot debit 500 from a budget of 50: it answers NACK.
+    start(&a, "t-2", 30, 500).await;
+    let at_a = wait_phase(&a, "t-2", "ABORTED").await;
+    let at_b = wait_phase(&b, "t-2", "ABORTED").await;
+    assert_eq!(at_a.abort_cause, "NACK");
+    assert_eq!(at_a.votes.get("globex").map(String::as_str), Some("NACK"));
+    // acme's reservation is released (capped subtraction), the marks removed, nothing moved.
+    let src = account(&at_a, "src");
+    assert_eq!((src.balance, src.reserved), (100, 0));
+    assert!(src.pending.is_empty(), "{src:?}");
+    let dst = account(&at_b, "dst");
+    assert_eq!((dst.balance, dst.reserved), (50, 0));
+    assert!(
+        steps(&at_b).contains(&"envelope_abort TRANSFER_ABORTED".to_string()),
+        "{:?}",
+        steps(&at_b)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_silent_participant_aborts_on_timeout_and_a_replay_changes_nothing() {
+    accord_tests::ensure_fresh_bins();
+    let (a, mut b) = two_orgs().await;
+    assert!(b.terminate().unwrap(), "globex stops");
+    start(&a, "t-3", 30, 0).await;
+    let preparing = wait_phase(&a, "t-3", "PREPARING").await;
+    // A tick before the timeout changes nothing.
+    let early = tick(&a, "early", preparing.started_at_unix_ms + 1_000).await;
+    assert_eq!(early.checked, vec!["t-3".to_string()]);
+    assert_eq!(get(&a, "t-3").await.unwrap().phase, "PREPARING");
+    // A tick past the timeout aborts it.
+    tick(
+        &a,
+        "late",
+        preparing.started_at_unix_ms + TIMEOUT_MS + 1_000,
+    )
+    .await;
+    let at_a = wait_phase(&a, "t-3", "ABORTED").await;
+    assert_eq!(at_a.abort_cause, "TIMEOUT");
+    assert_eq!(account(&at_a, "src").reserved, 0);
+    // globex comes back, receives start, prepare, the tick and the abort, and ends ABORTED.
+    b.spawn().await.unwrap();
+    let at_b = wait_phase(&b, "t-3", "ABORTED").await;
+    assert_eq!(account(&at_b, "dst").balance, 50);
+    // A restart replays every record (the abort included) and reaches the same state.
+    assert!(b.terminate().unwrap());
+    b.spawn().await.unwrap();
+    let again = wait_phase(&b, "t-3", "ABORTED").await;
+    assert_eq!(again.accounts, at_b.accounts);
+    assert_eq!(steps(&again), steps(&at_b));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_coordinator_killed_mid_preparing_aborts_on_timeout_after_restart() {
+    accord_tests::ensure_fresh_bins();
+    let (mut a, mut b) = two_orgs().await;
+    assert!(b.terminate().unwrap(), "globex stops: nobody answers");
+    start(&a, "t-4", 30, 0).await;
+    let preparing = wait_phase(&a, "t-4", "PREPARING").await;
+    assert_eq!(account(&preparing, "src").reserved, 30);
+    a.kill9();
+    a.spawn().await.unwrap();
+    // Rebuilt from the ledger: still PREPARING, the reservation still held.
+    let rebuilt = wait_phase(&a, "t-4", "PREPARING").await;
+    assert_eq!(account(&rebuilt, "src").reserved, 30);
+    tick(
+        &a,
+        "after-restart",
+        preparing.started_at_unix_ms + TIMEOUT_MS + 1_000,
+    )
+    .await;
+    let at_a = wait_phase(&a, "t-4", "ABORTED").await;
+    assert_eq!(
+        account(&at_a, "src"),
+        env::Account {
+            account: "src".into(),
+            balance: 100,
+            reserved: 0,
+            pending: vec![],
+        }
+    );
+    b.spawn().await.unwrap();
+    wait_phase(&b, "t-4", "ABORTED").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_is_refused_with_its_field_and_strangers_see_nothing() {
+    accord_tests::ensure_fresh_bins();
+    let a = TestNode::builder("acme")
+        .party("alice")
+        .config(config)
+        .start()
+        .await
+        .unwrap();
+    let mut c = client(&a).await;
+    let bad = env::StartRequest {
+        envelope: "x".into(),
+        envelope_type: "no_such_type".into(),
+        participants: vec![],
+    };
+    let e = c
+        .start(with_token(bad, &a.party_token("alice")))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert_eq!(
+        e.metadata()
+            .get("accord-field")
+            .and_then(|v| v.to_str().ok()),
+        Some("envelope_type")
+    );
+    let bad = env::StartRequest {
+        envelope: "x".into(),
+        envelope_type: "budget_transfer".into(),
+        participants: vec![env::EnvelopeParticipant {
+            participant: "acme".into(),
+            changes: vec![env::EnvelopeChange {
+                kind: 0,
+                account: "src".into(),
+                amount: 1,
+            }],
+        }],
+    };
+    let e = c
+        .start(with_token(bad, &a.party_token("alice")))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.metadata()
+            .get("accord-field")
+            .and_then(|v| v.to_str().ok()),
+        Some("participants[0].changes[0].kind")
+    );
+    let e = c
+        .get(with_token(
+            env::GetRequest {
+                envelope: "nope".into(),
+            },
+            &a.admin_token(),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::NotFound);
+    // Ticks are the operator's.
+    let e = c
+        .submit_tick(with_token(
+            env::SubmitTickRequest {
+                tick_id: "t".into(),
+                instant_time: 1,
+            },
+            &a.party_token("alice"),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unauthenticated);
+}
