@@ -76,7 +76,7 @@ pub async fn run_with_clock(
 
     let background = CancellationToken::new();
     let checkpointer = tokio::spawn(crate::log::run_checkpointer(
-        node.clone(),
+        node.fed.checkpoints.clone(),
         witnesses,
         background.clone(),
     ));
@@ -84,9 +84,9 @@ pub async fn run_with_clock(
         node.clone(),
         background.clone(),
     ));
-    let federation = crate::federation::spawn(&node, &background);
+    let federation = crate::federation::spawn(&node.fed, &background);
     let metrics_server = metrics_listener
-        .map(|l| tokio::spawn(crate::metrics::serve(node.clone(), l, background.clone())));
+        .map(|l| tokio::spawn(crate::scrape::serve(node.clone(), l, background.clone())));
 
     let limits = &node.config.limits;
     let incoming = crate::tls::incoming(

@@ -24,6 +24,7 @@
 //! | [`handshake`] | why a connection to a peer failed (TLS refusals), for `peer health` |
 //! | [`logproof`] | the sender's proof that it recorded what it sends (checkpoint + inclusion) |
 //! | [`budget`] | per-peer budget of records rejected at the door |
+//! | [`transport`] | how federation reaches a peer (`PeerTransport`: gRPC in the daemon, simulated in `accord-sim`) |
 //!
 //! The path: a locally authored record enters the ledger → the router queues it for each peer
 //! organisation with a party in its commitment → that peer's sender delivers it in a signed
@@ -53,24 +54,22 @@ pub mod receipts;
 pub mod refusals;
 pub mod route;
 pub mod sender;
+pub mod transport;
 
 use crate::config::Config;
 use crate::error::Error;
 use crate::ledger::Store;
-use crate::node::Node;
 use accord_kernel as k;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::Channel;
 
 /// Largest gRPC message either side of FederationService accepts.
 pub const MAX_MESSAGE: usize = 64 * 1024 * 1024;
 
-/// What federation's admission side (admission, quarantine, receipts, refusals, log proofs)
-/// needs of the node (issue 10, item 1): narrow handles, built once in `node.rs`, instead of
-/// the whole [`Node`].
+/// What federation (the router, the senders, admission, quarantine, receipts, refusals, log
+/// proofs) needs of the node (issue 10, item 1): narrow handles, built once in `node.rs`,
+/// instead of the whole node — so no module under `federation/` depends on `crate::node`.
 #[derive(Debug, Clone)]
 pub struct FedContext {
     /// This organisation's name.
@@ -93,6 +92,12 @@ pub struct FedContext {
     pub config: crate::config::FederationConfig,
     /// This node's TLS certificate and key, presented to peers.
     pub tls: (std::path::PathBuf, std::path::PathBuf),
+    /// Derived Work state (the router reads who is in a commitment).
+    pub projection: Arc<RwLock<crate::projection::Projection>>,
+    /// Checkpoint signing (a sender proves its batch with a covering checkpoint).
+    pub checkpoints: crate::log::LogContext,
+    /// How peers are reached.
+    pub transport: Arc<dyn transport::PeerTransport>,
 }
 
 impl FedContext {
@@ -167,25 +172,11 @@ impl Federation {
     }
 }
 
-/// A mutual-TLS channel to a peer (the sender's deliveries, and the inbox fetching consistency
-/// proofs): our own TLS connector with the peer's CA and, if pinned, its leaf (issue 8).
-pub(crate) fn channel(cx: &FedContext, peer: &peers::Peer) -> Result<Channel, Error> {
-    crate::tls::peer_channel(
-        &peer.record.endpoint,
-        &peer.record.tls_pem,
-        &peer.record.pin_sha256,
-        &cx.tls.0,
-        &cx.tls.1,
-        Duration::from_secs(3),
-        Duration::from_millis(cx.config.request_timeout_ms),
-    )
-}
-
 /// Starts the router, the senders and the quarantine task; they stop at `shutdown`.
-pub fn spawn(node: &Arc<Node>, shutdown: &CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
+pub fn spawn(cx: &FedContext, shutdown: &CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
-        tokio::spawn(route::run(node.clone(), shutdown.clone())),
-        tokio::spawn(sender::run(node.clone(), shutdown.clone())),
-        tokio::spawn(quarantine::run(node.fed.clone(), shutdown.clone())),
+        tokio::spawn(route::run(cx.clone(), shutdown.clone())),
+        tokio::spawn(sender::run(cx.clone(), shutdown.clone())),
+        tokio::spawn(quarantine::run(cx.clone(), shutdown.clone())),
     ]
 }
