@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Deterministic simulation of three organisations and two witnesses (issue 16, item 2):
 #   scripts/simulate.sh [--seeds N] [--from S] [--steps K] [--commitments C]
-# runs seeds S..S+N (default 1000 from 0) and prints every failing seed with the command that
+#   [--jobs J]
+# runs seeds S..S+N (default 1000 from 0) on J threads and prints every failing seed with the command that
 # replays it (SIM_SEED=<seed> cargo test -p accord-sim --test seeds), then a summary line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +13,7 @@ args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seeds) seeds="$2"; shift 2 ;;
-    --from|--steps|--commitments) args+=("$1" "$2"); shift 2 ;;
+    --from|--steps|--commitments|--jobs) args+=("$1" "$2"); shift 2 ;;
     *) echo "usage: $0 [--seeds N] [--from S] [--steps K] [--commitments C]" >&2; exit 2 ;;
   esac
 done

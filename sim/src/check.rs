@@ -11,12 +11,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Every check, after the world is quiet.
 pub async fn all(w: &World) {
-    for i in 0..ORGS.len() {
+    for (i, &(org, _)) in ORGS.iter().enumerate() {
         match w.node(i) {
             Some(n) => acked_present(w, i, &n),
             None => w
                 .net
-                .violation(format!("{} is down after healing", ORGS[i].0)),
+                .violation(format!("{org} is down after healing")),
         }
     }
     let ledgers: Vec<Vec<Entry>> = (0..ORGS.len())
@@ -144,6 +144,7 @@ fn delivered_once_in_order(w: &World, ledgers: &[Vec<Entry>]) {
                     continue;
                 }
                 let id = hex::encode(&e.id);
+                w.net.checked_one();
                 match position.get(e.id.as_slice()) {
                     None => w.net.violation(format!(
                         "{there}'s record {id} ({}) never reached {here}",

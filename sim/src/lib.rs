@@ -77,6 +77,8 @@ pub struct Report {
     pub crashes: usize,
     /// Commitments that reached `accepted` everywhere.
     pub accepted: usize,
+    /// Peer records checked at their receivers (delivered, decided once, in order).
+    pub deliveries: u64,
     /// What the network did.
     pub net: net::NetStats,
 }
@@ -98,4 +100,46 @@ pub fn run_with_forged_ack(seed: u64, opts: Options) -> Result<Report, SimError>
         .build()
         .map_err(|e| SimError::Setup(format!("runtime: {e}")))?;
     rt.block_on(world::World::run(seed, opts, true))
+}
+
+/// Runs `seeds` on `jobs` threads (each seed on its own runtime and directories, so the results
+/// do not depend on the threads); results in seed order.
+pub fn run_many(
+    seeds: std::ops::Range<u64>,
+    opts: Options,
+    jobs: usize,
+) -> Vec<(u64, Result<Report, SimError>)> {
+    let next = std::sync::atomic::AtomicU64::new(seeds.start);
+    let out = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1) {
+            s.spawn(|| {
+                loop {
+                    let seed = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if seed >= seeds.end {
+                        return;
+                    }
+                    let r = run(seed, opts);
+                    out.lock().unwrap_or_else(|p| p.into_inner()).push((seed, r));
+                }
+            });
+        }
+    });
+    let mut v = out.into_inner().unwrap_or_else(|p| p.into_inner());
+    v.sort_by_key(|(s, _)| *s);
+    v
+}
+
+/// Threads for [`run_many`]: `SIM_JOBS`, else the machine's parallelism (at least 2: a run
+/// waits on its stores more than it computes).
+pub fn default_jobs() -> usize {
+    std::env::var("SIM_JOBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+                .max(2)
+        })
 }

@@ -1,6 +1,7 @@
 //! `accord-sim --seeds N [--from S]`: runs seeds S..S+N of the deterministic simulation and
 //! prints one line per failing seed (with the command that replays it) and a summary line.
-//! `--steps`, `--commitments` shape each run.
+//! `--steps`, `--commitments` shape each run; `--jobs` (default `SIM_JOBS` or the machine's
+//! parallelism) runs seeds side by side.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -24,13 +25,16 @@ fn main() -> ExitCode {
         opts.commitments = c as usize;
     }
     let started = Instant::now();
-    let (mut failed, mut acked, mut crashes, mut accepted) = (0u64, 0usize, 0usize, 0usize);
-    for seed in from..from + seeds {
-        match accord_sim::run(seed, opts) {
+    let (mut failed, mut acked, mut crashes, mut accepted, mut deliveries) =
+        (0u64, 0usize, 0usize, 0usize, 0u64);
+    let jobs = arg(&args, "--jobs").map_or_else(accord_sim::default_jobs, |j| j as usize);
+    for (seed, r) in accord_sim::run_many(from..from + seeds, opts, jobs) {
+        match r {
             Ok(r) => {
                 acked += r.acked;
                 crashes += r.crashes;
                 accepted += r.accepted;
+                deliveries += r.deliveries;
                 if !r.violations.is_empty() {
                     failed += 1;
                     println!(
@@ -48,7 +52,7 @@ fn main() -> ExitCode {
         }
     }
     println!(
-        "{seeds} seeds from {from}: {failed} failed; {acked} records acknowledged, {crashes} node crashes, {accepted} commitments accepted everywhere; {:.1} s",
+        "{seeds} seeds from {from}: {failed} failed; {acked} records acknowledged, {deliveries} peer deliveries checked, {crashes} node crashes, {accepted} commitments accepted everywhere; {:.1} s",
         started.elapsed().as_secs_f64()
     );
     if failed == 0 {

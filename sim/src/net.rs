@@ -88,6 +88,7 @@ pub struct Net {
     /// (witness, origin, size) → the root it co-signed.
     cosigned: Mutex<BTreeMap<(String, String, u64), [u8; 32]>>,
     violations: Mutex<Vec<String>>,
+    checked: std::sync::atomic::AtomicU64,
     trace: Mutex<Sha256>,
     stats: Mutex<NetStats>,
 }
@@ -119,6 +120,7 @@ impl Net {
             delayed: Mutex::new(Vec::new()),
             cosigned: Mutex::new(BTreeMap::new()),
             violations: Mutex::new(Vec::new()),
+            checked: std::sync::atomic::AtomicU64::new(0),
             trace: Mutex::new(Sha256::new()),
             stats: Mutex::new(NetStats::default()),
         }
@@ -230,6 +232,17 @@ impl Net {
     pub fn violation(&self, v: String) {
         self.note(&format!("violation {v}"));
         lock(&self.violations).push(v);
+    }
+
+    /// Counts one peer record checked at its receiver (delivered, decided once, in order).
+    pub fn checked_one(&self) {
+        self.checked
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Peer records checked at their receivers.
+    pub fn checked(&self) -> u64 {
+        self.checked.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The broken invariants so far.

@@ -69,6 +69,7 @@ impl World {
             acked: w.acked.values().map(Vec::len).sum(),
             crashes: w.crashes,
             accepted,
+            deliveries: w.net.checked(),
             net: w.net.stats(),
         };
         w.shutdown().await;
@@ -113,13 +114,13 @@ impl World {
             witness_sizes: BTreeMap::new(),
         };
         w.net.note(&format!("seed {seed} k {k}"));
-        for j in 0..WITNESSES.len() {
+        for (j, &name) in WITNESSES.iter().enumerate() {
             let wt = w.open_witness(j)?;
-            w.net.set_witness(WITNESSES[j], Some(wt));
+            w.net.set_witness(name, Some(wt));
         }
-        for i in 0..ORGS.len() {
+        for (i, &(org, _)) in ORGS.iter().enumerate() {
             let n = w.open_node(i).await?;
-            w.net.set_node(ORGS[i].0, Some(n));
+            w.net.set_node(org, Some(n));
         }
         Ok(w)
     }
@@ -195,8 +196,8 @@ impl World {
         let (a, b) = (ORGS[i].0, ORGS[j].0);
         self.net.note(&format!("step {step} r {r} {a} {b}"));
         match r {
-            0..=29 => self.work(opts).await,
-            30..=39 => {
+            0..=34 => self.work(opts).await,
+            35..=39 => {
                 if let Some(n) = self.node(i) {
                     self.expect(a, "route", n.route().await);
                 }
@@ -454,12 +455,12 @@ impl World {
         for round in 0..40 {
             self.advance(1000);
             let before = self.fingerprint();
-            for i in 0..ORGS.len() {
+            for (i, &(org, _)) in ORGS.iter().enumerate() {
                 let Some(n) = self.node(i) else { continue };
-                self.expect(ORGS[i].0, "route", n.route().await);
-                self.expect(ORGS[i].0, "quarantine", n.quarantine().await);
+                self.expect(org, "route", n.route().await);
+                self.expect(org, "quarantine", n.quarantine().await);
             }
-            for i in 0..ORGS.len() {
+            for (i, &(org, _)) in ORGS.iter().enumerate() {
                 let Some(n) = self.node(i) else { continue };
                 for p in n.peers() {
                     for _ in 0..50 {
@@ -469,7 +470,7 @@ impl World {
                             Err(e) => {
                                 self.net.violation(format!(
                                     "{} -> {p}: delivery failed on a healed network: {e}",
-                                    ORGS[i].0
+                                    org
                                 ));
                                 break;
                             }
@@ -477,11 +478,11 @@ impl World {
                     }
                 }
             }
-            for i in 0..ORGS.len() {
+            for (i, &(org, _)) in ORGS.iter().enumerate() {
                 let Some(n) = self.node(i) else { continue };
-                self.expect(ORGS[i].0, "checkpoint", n.checkpoint().await);
+                self.expect(org, "checkpoint", n.checkpoint().await);
                 for p in n.peers() {
-                    self.expect(ORGS[i].0, "poll", n.poll_receipts(&p).await);
+                    self.expect(org, "poll", n.poll_receipts(&p).await);
                 }
             }
             let after = self.fingerprint();
@@ -499,8 +500,8 @@ impl World {
     }
 
     async fn shutdown(self) {
-        for i in 0..ORGS.len() {
-            if let Some(n) = self.net.take_node(ORGS[i].0)
+        for &(org, _) in &ORGS {
+            if let Some(n) = self.net.take_node(org)
                 && let Ok(n) = Arc::try_unwrap(n)
             {
                 n.close().await;
