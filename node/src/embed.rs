@@ -233,6 +233,21 @@ impl EmbeddedNode {
         self.node.federation.quarantine.size()
     }
 
+    /// Every quarantined record: its id (hex), reason code and the records it waits for.
+    pub fn quarantine_list(&self) -> Result<Vec<String>, Error> {
+        Ok(self
+            .node
+            .federation
+            .quarantine
+            .list()?
+            .into_iter()
+            .map(|(id, q)| {
+                let missing: Vec<String> = q.missing.iter().map(hex::encode).collect();
+                format!("{} {} waits for {missing:?}", hex::encode(id), q.code)
+            })
+            .collect())
+    }
+
     /// The ledger's length.
     pub fn ledger_len(&self) -> u64 {
         self.node.ledger.len()

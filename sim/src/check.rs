@@ -14,9 +14,7 @@ pub async fn all(w: &World) {
     for (i, &(org, _)) in ORGS.iter().enumerate() {
         match w.node(i) {
             Some(n) => acked_present(w, i, &n),
-            None => w
-                .net
-                .violation(format!("{org} is down after healing")),
+            None => w.net.violation(format!("{org} is down after healing")),
         }
     }
     let ledgers: Vec<Vec<Entry>> = (0..ORGS.len())
@@ -147,8 +145,9 @@ fn delivered_once_in_order(w: &World, ledgers: &[Vec<Entry>]) {
                 w.net.checked_one();
                 match position.get(e.id.as_slice()) {
                     None => w.net.violation(format!(
-                        "{there}'s record {id} ({}) never reached {here}",
-                        rec.commitment_id
+                        "{there}'s record {id} ({}) never reached {here} ({})",
+                        rec.commitment_id,
+                        quarantined_at(w, r)
                     )),
                     Some(&p) => {
                         if !admitted.contains(&e.id) {
@@ -256,5 +255,15 @@ fn receipts_verify(w: &World) {
                 }
             }
         }
+    }
+}
+
+/// What a receiver holds in quarantine (for the report of a record that never reached it).
+fn quarantined_at(w: &World, r: usize) -> String {
+    match w.node(r).map(|n| n.quarantine_list()) {
+        Some(Ok(list)) if list.is_empty() => "nothing quarantined there".into(),
+        Some(Ok(list)) => format!("quarantined there: {}", list.join(", ")),
+        Some(Err(e)) => format!("quarantine unreadable: {e}"),
+        None => "down".into(),
     }
 }

@@ -120,7 +120,9 @@ pub fn run_many(
                         return;
                     }
                     let r = run(seed, opts);
-                    out.lock().unwrap_or_else(|p| p.into_inner()).push((seed, r));
+                    out.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push((seed, r));
                 }
             });
         }

@@ -304,16 +304,12 @@ impl Net {
         self.note_link(
             from,
             to,
-            &format!(
-                "{}",
-                match &fate {
-                    Fate::Cut => "cut".to_string(),
-                    Fate::Lost => "lost".to_string(),
-                    Fate::Delay => "delay".to_string(),
-                    Fate::Deliver { dup, lose_answer } =>
-                        format!("ok dup={dup} lose={lose_answer}"),
-                }
-            ),
+            &match &fate {
+                Fate::Cut => "cut".to_string(),
+                Fate::Lost => "lost".to_string(),
+                Fate::Delay => "delay".to_string(),
+                Fate::Deliver { dup, lose_answer } => format!("ok dup={dup} lose={lose_answer}"),
+            },
         );
         fate
     }
@@ -429,11 +425,8 @@ impl PeerTransport for SimPeers {
         let to = peer.name().to_string();
         let fate = self.net.fate(&self.from, &to, false);
         Box::pin(async move {
-            self.call(to, fate, |n| {
-                let req = req.clone();
-                async move { n.consistency_proof(req).await }
-            })
-            .await
+            self.call(to, fate, |n| async move { n.consistency_proof(req).await })
+                .await
         })
     }
 }
