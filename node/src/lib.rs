@@ -9,13 +9,15 @@
 //! [`run_with_clock`] with a [`config::Config`] and [`Listeners`], [`init`] for a node
 //! directory, [`connect`] for a TLS client channel, the [`Node`] state, the [`clock`] and the
 //! [`Error`] type; [`ident`] (the name rules `accordctl` checks flags with) and [`ledger`] (for
-//! `accordctl bench log`, which measures proofs on the node's real storage). Protocol rules
+//! `accordctl bench log`, which measures proofs on the node's real storage); [`embed`], the
+//! step-by-step surface the deterministic simulation (`accord-sim`) drives. Protocol rules
 //! (reason codes, receipts) are in `accord-proto`; daemon plumbing in `accord-daemon`.
 #![forbid(unsafe_code)]
 
 pub mod audit;
 pub mod clock;
 pub mod config;
+pub mod embed;
 pub mod ident;
 pub mod init;
 pub mod ledger;
@@ -31,6 +33,7 @@ pub(crate) mod node;
 pub(crate) mod pki;
 pub(crate) mod projection;
 pub(crate) mod runs;
+pub(crate) mod scrape;
 pub(crate) mod server;
 pub(crate) mod service_party;
 pub(crate) mod services;

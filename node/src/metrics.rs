@@ -5,11 +5,11 @@
 //! benchmarks run two nodes in one process. Counters and histograms are updated where things
 //! happen, with one-line calls (ledger writer, checkpointer, witness client, federation inbox);
 //! gauges that derive from state (ledger size, checkpoint sizes, queue depths, breakers,
-//! quarantine size) are computed from the node's state when scraped ([`gather`]).
+//! quarantine size) are computed from the node's state when scraped ([`gather`] over a [`Snapshot`]).
 //!
-//! [`serve`] answers `GET /metrics` in the Prometheus text format on its own listener.
+//! `crate::scrape::serve` answers `GET /metrics` in the Prometheus text format on its own
+//! listener.
 
-use crate::node::Node;
 use prometheus::{
     Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
@@ -17,8 +17,6 @@ use prometheus::{
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
 
 /// The node's metrics and their registry.
 #[derive(Debug, Clone)]
@@ -251,11 +249,11 @@ impl Metrics {
     }
 
     /// An admission decision about a peer's record.
-    pub fn admission(&self, d: &crate::federation::codes::Decision) {
+    pub fn admission(&self, d: &accord_proto::codes::Decision) {
         let outcome = match d {
-            crate::federation::codes::Decision::Admitted => "admitted",
-            crate::federation::codes::Decision::Quarantined(_) => "quarantined",
-            crate::federation::codes::Decision::Rejected(_) => "rejected",
+            accord_proto::codes::Decision::Admitted => "admitted",
+            accord_proto::codes::Decision::Quarantined(_) => "quarantined",
+            accord_proto::codes::Decision::Rejected(_) => "rejected",
         };
         self.admissions
             .with_label_values(&[outcome, d.code()])
@@ -282,19 +280,55 @@ impl Metrics {
     }
 }
 
-/// Sets the state-derived gauges from `node` (blocking: reads RocksDB for queue ages and the
-/// quarantine) and encodes every series in the Prometheus text format.
-pub fn gather(node: &Node) -> Result<String, crate::Error> {
-    let m = &node.metrics;
-    m.ledger_records.set(node.ledger.len() as i64);
-    m.checkpoint_size
-        .set(node.log.latest().map(|c| c.size).unwrap_or(0) as i64);
-    m.witnessed_size
-        .set(node.log.witnessed().map(|c| c.size).unwrap_or(0) as i64);
+/// The state-derived gauges, read from the node's state at scrape time by
+/// [`crate::scrape`] (which knows the node; this module knows only its counters, so the
+/// ledger, the log and federation can count here without a module cycle).
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Records in the ledger.
+    pub ledger_records: u64,
+    /// Size of the latest checkpoint.
+    pub checkpoint_size: u64,
+    /// Size of the latest witnessed checkpoint.
+    pub witnessed_size: u64,
+    /// The node clock's now.
+    pub now_ms: i64,
+    /// One entry per peer.
+    pub peers: Vec<PeerGauges>,
+    /// Records in quarantine.
+    pub quarantine_size: u64,
+    /// The listener's refused handshakes, refused connections and timed-out connections.
+    pub listener: (u64, u64, u64),
+}
+
+/// One peer's gauges.
+#[derive(Debug, Default)]
+pub struct PeerGauges {
+    /// The peer's name.
+    pub name: String,
+    /// Queued records.
+    pub depth: u64,
+    /// When its oldest queued record was queued (Unix ms), if any.
+    pub oldest_queued_ms: Option<i64>,
+    /// Every breaker state's label and whether the breaker is in it.
+    pub breaker: Vec<(&'static str, bool)>,
+    /// Enabled.
+    pub enabled: bool,
+    /// Its outbox is at `federation.outbox_max` (backpressure; issue 15).
+    pub outbox_full: bool,
+    /// It is behind: the backfill is queuing its records (issue 15).
+    pub backfilling: bool,
+}
+
+/// Sets the state-derived gauges from `s` and encodes every series in the Prometheus text
+/// format.
+pub fn gather(m: &Metrics, s: &Snapshot) -> Result<String, crate::Error> {
+    m.ledger_records.set(s.ledger_records as i64);
+    m.checkpoint_size.set(s.checkpoint_size as i64);
+    m.witnessed_size.set(s.witnessed_size as i64);
     m.checkpoint_age
-        .set(m.checkpoint_age(node.clock.now_ms()).as_secs_f64());
-    let fed = &node.federation;
-    let now = node.clock.now_ms();
+        .set(m.checkpoint_age(s.now_ms).as_secs_f64());
+    let now = s.now_ms;
     // Peers removed since the last scrape disappear from the per-peer series.
     m.peer_queue_depth.reset();
     m.peer_oldest_queued.reset();
@@ -302,50 +336,44 @@ pub fn gather(node: &Node) -> Result<String, crate::Error> {
     m.peer_enabled.reset();
     m.peer_outbox_full.reset();
     m.peer_backfilling.reset();
-    for p in fed.peers.list() {
-        let name = p.name();
+    for p in &s.peers {
+        let name = p.name.as_str();
         m.peer_queue_depth
             .with_label_values(&[name])
-            .set(fed.outbox.depth(name) as i64);
-        let oldest = fed.outbox.oldest(name)?;
-        m.peer_oldest_queued
-            .with_label_values(&[name])
-            .set(oldest.map_or(0.0, |t| ((now - t).max(0) as f64) / 1000.0));
-        let state = fed.health(name).breaker();
-        for s in [
-            crate::federation::breaker::State::Closed,
-            crate::federation::breaker::State::Open,
-            crate::federation::breaker::State::HalfOpen,
-        ] {
+            .set(p.depth as i64);
+        m.peer_oldest_queued.with_label_values(&[name]).set(
+            p.oldest_queued_ms
+                .map_or(0.0, |t| ((now - t).max(0) as f64) / 1000.0),
+        );
+        for (state, on) in &p.breaker {
             m.peer_breaker
-                .with_label_values(&[name, s.as_str()])
-                .set(i64::from(s == state));
+                .with_label_values(&[name, state])
+                .set(i64::from(*on));
         }
         m.peer_enabled
             .with_label_values(&[name])
-            .set(i64::from(p.enabled()));
+            .set(i64::from(p.enabled));
         m.peer_outbox_full
             .with_label_values(&[name])
-            .set(i64::from(fed.outbox.is_full(name)));
+            .set(i64::from(p.outbox_full));
         m.peer_backfilling
             .with_label_values(&[name])
-            .set(i64::from(fed.outbox.behind(name).is_some()));
+            .set(i64::from(p.backfilling));
     }
-    m.quarantine_size.set(fed.quarantine.size()? as i64);
+    m.quarantine_size.set(s.quarantine_size as i64);
     // The listener counts in `tls::ListenerStats` (it runs before any service and knows no
     // registry); the counters here catch up with it at each scrape.
-    let stats = &node.listener_stats;
     catch_up(
         &m.tls_handshake_failures.with_label_values(&["server"]),
-        stats.refused_handshakes.load(Ordering::Relaxed),
+        s.listener.0,
     );
     catch_up(
         &m.connections_closed.with_label_values(&["max_connections"]),
-        stats.refused_connections.load(Ordering::Relaxed),
+        s.listener.1,
     );
     catch_up(
         &m.connections_closed.with_label_values(&["timeout"]),
-        stats.timed_out.load(Ordering::Relaxed),
+        s.listener.2,
     );
     let mut out = Vec::new();
     TextEncoder::new()
@@ -360,42 +388,4 @@ fn catch_up(c: &prometheus::IntCounter, total: u64) {
     if total > cur {
         c.inc_by(total - cur);
     }
-}
-
-/// Serves `GET /metrics` (Prometheus text format 0.0.4) on `listener` until `shutdown`.
-pub async fn serve(
-    node: Arc<Node>,
-    listener: TcpListener,
-    shutdown: CancellationToken,
-) -> Result<(), crate::Error> {
-    use axum::http::{StatusCode, header};
-    use axum::response::IntoResponse;
-    let app = axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let node = node.clone();
-            async move {
-                match tokio::task::spawn_blocking(move || gather(&node)).await {
-                    Ok(Ok(text)) => (
-                        StatusCode::OK,
-                        [(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)],
-                        text,
-                    )
-                        .into_response(),
-                    Ok(Err(e)) => {
-                        tracing::warn!(error = %e, "metrics scrape failed");
-                        StatusCode::INTERNAL_SERVER_ERROR.into_response()
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "metrics scrape failed");
-                        StatusCode::INTERNAL_SERVER_ERROR.into_response()
-                    }
-                }
-            }
-        }),
-    );
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-        .map_err(|e| crate::Error::Internal(format!("metrics listener: {e}")))
 }

@@ -44,6 +44,18 @@ pub struct Node {
 }
 
 impl Node {
+    /// The envelope driver's handles (seed 003; `envelopes::driver`).
+    pub(crate) fn envelope_driver(&self) -> crate::envelopes::driver::Driver {
+        crate::envelopes::driver::Driver {
+            name: self.config.name.clone(),
+            clock: self.clock.clone(),
+            signer: self.signer.clone(),
+            ledger: self.ledger.clone(),
+            projection: self.projection.clone(),
+            config: self.config.envelopes.clone(),
+        }
+    }
+
     /// This organisation's name.
     pub fn name(&self) -> &str {
         &self.config.name
@@ -93,9 +105,26 @@ pub(crate) struct Opened {
     pub tls: Arc<rustls::ServerConfig>,
 }
 
+/// How a node reaches its peers and witnesses: `None` is the daemon's gRPC over TLS; the
+/// simulation (`accord-sim`) passes its in-memory network.
+#[derive(Default)]
+pub(crate) struct Transports {
+    pub peers: Option<Arc<dyn crate::federation::transport::PeerTransport>>,
+    pub witnesses: Option<Vec<crate::log::WitnessEndpoint>>,
+}
+
 /// Opens everything a node needs from `config`: keys, TLS, the ledger (replaying it into the
 /// projection), the log state, the witness client and federation. Nothing is served yet.
 pub(crate) async fn open(config: Config, clock: Clock) -> Result<Opened, Error> {
+    open_with(config, clock, Transports::default()).await
+}
+
+/// [`open`] over given transports.
+pub(crate) async fn open_with(
+    config: Config,
+    clock: Clock,
+    transports: Transports,
+) -> Result<Opened, Error> {
     let signer = load_signer(&config)?;
     let party_keys = party_keys(&config)?;
     let mut client_cas = Vec::new();
@@ -139,15 +168,35 @@ pub(crate) async fn open(config: Config, clock: Clock) -> Result<Opened, Error> 
     ledger.observe(metrics.clone());
     let tokens = crate::auth::Tokens::from_config(&config);
     let log = Arc::new(crate::log::LogState::load(ledger.store())?);
-    let witnesses = Arc::new(
-        crate::log::WitnessClient::new(&config, ledger.store())?.with_metrics(metrics.clone()),
-    );
+    let witnesses = match transports.witnesses {
+        None => crate::log::WitnessClient::new(&config, ledger.store())?,
+        Some(list) => {
+            crate::log::WitnessClient::with_transports(config.witnesses.k, list, ledger.store())?
+        }
+    };
+    let witnesses = Arc::new(witnesses.with_metrics(metrics.clone()));
     let federation = Arc::new(crate::federation::Federation::open(
         &config,
         ledger.store().clone(),
         Some(client_verifier),
         access,
     )?);
+    let checkpoints = crate::log::LogContext {
+        origin: config.origin(),
+        signer: signer.clone(),
+        ledger: ledger.clone(),
+        log: log.clone(),
+        clock: clock.clone(),
+        metrics: metrics.clone(),
+        config: config.log.clone(),
+    };
+    let peers_transport = transports.peers.unwrap_or_else(|| {
+        Arc::new(crate::federation::transport::GrpcPeers::new(
+            config.tls.cert.clone(),
+            config.tls.key.clone(),
+            std::time::Duration::from_millis(config.federation.request_timeout_ms),
+        ))
+    });
     let node_key = signer.verifier();
     let refusals = Arc::new(crate::federation::refusals::Refusals::new(&config.limits));
     let fed = crate::federation::FedContext {
@@ -161,6 +210,10 @@ pub(crate) async fn open(config: Config, clock: Clock) -> Result<Opened, Error> 
         metrics: metrics.clone(),
         config: config.federation.clone(),
         tls: (config.tls.cert.clone(), config.tls.key.clone()),
+        projection: projection.clone(),
+        checkpoints,
+        transport: peers_transport,
+        refusals_prune_interval_ms: config.limits.refusals_prune_interval_ms,
     };
     let node = Arc::new(Node {
         refusals,

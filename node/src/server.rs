@@ -76,7 +76,7 @@ pub async fn run_with_clock(
 
     let background = CancellationToken::new();
     let checkpointer = tokio::spawn(crate::log::run_checkpointer(
-        node.clone(),
+        node.fed.checkpoints.clone(),
         witnesses,
         background.clone(),
     ));
@@ -84,17 +84,17 @@ pub async fn run_with_clock(
         node.clone(),
         background.clone(),
     ));
-    let federation = crate::federation::spawn(&node, &background);
+    let federation = crate::federation::spawn(&node.fed, &background);
     // Commit envelopes (seed 003): the driver writes what envelopes owe, and ticks.
     for w in crate::envelopes::types::warnings(&node.config) {
         tracing::warn!(warning = %w, "envelope type");
     }
     let envelopes = tokio::spawn(crate::envelopes::driver::run(
-        node.clone(),
+        node.envelope_driver(),
         background.clone(),
     ));
     let metrics_server = metrics_listener
-        .map(|l| tokio::spawn(crate::metrics::serve(node.clone(), l, background.clone())));
+        .map(|l| tokio::spawn(crate::scrape::serve(node.clone(), l, background.clone())));
 
     let limits = &node.config.limits;
     let incoming = crate::tls::incoming(

@@ -14,7 +14,6 @@
 
 use super::{ENVELOPE_SERVICE, Envelopes};
 use crate::error::Error;
-use crate::node::Node;
 use accord_kernel::envelope::{self as ke, Phase};
 use accord_proto::pb::envelope::v1 as epb;
 use accord_proto::pb::record::v1 as pb;
@@ -103,9 +102,33 @@ pub fn owed(envs: &Envelopes) -> Vec<Owed> {
     out
 }
 
+/// What the driver works with: narrow handles, not the whole node (issue 10: no module cycle
+/// between `node.rs` and `envelopes`). Built by [`crate::node::Node::envelope_driver`].
+#[derive(Clone)]
+pub struct Driver {
+    /// This organisation.
+    pub name: String,
+    /// The node's clock.
+    pub clock: crate::clock::Clock,
+    /// The node key (envelope-service records are signed with it).
+    pub signer: accord_proto::note::Signer,
+    /// The ledger the records are appended to.
+    pub ledger: crate::ledger::Ledger<accord_kernel::Record>,
+    /// Derived state (the envelopes).
+    pub projection: Arc<std::sync::RwLock<crate::projection::Projection>>,
+    /// `[envelopes]` settings.
+    pub config: crate::config::EnvelopesConfig,
+}
+
+impl Driver {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 /// Signs and appends a record of `<org>/envelope-service`.
 async fn append(
-    node: &Node,
+    node: &Driver,
     entity: String,
     basis: &[RecordId],
     items: Vec<String>,
@@ -134,7 +157,7 @@ async fn append(
 }
 
 /// Writes one owed record. The record's entity (`commitment_id`) is the envelope.
-pub async fn write(node: &Node, o: &Owed) -> Result<crate::ledger::AppendResult, Error> {
+pub async fn write(node: &Driver, o: &Owed) -> Result<crate::ledger::AppendResult, Error> {
     let op = crate::convert::envelope::envelope_op(&o.op);
     append(node, o.op.envelope.clone(), &o.basis, Vec::new(), op)
         .await
@@ -145,7 +168,7 @@ pub async fn write(node: &Node, o: &Owed) -> Result<crate::ledger::AppendResult,
 /// coordinates that is PREPARING; nothing is written when none is (an idle node's ledger does
 /// not grow with ticks). Returns the record and the envelopes it lists.
 pub async fn tick(
-    node: &Node,
+    node: &Driver,
     tick_id: &str,
     instant_time: i64,
 ) -> Result<Option<(RecordId, Vec<String>)>, Error> {
@@ -175,7 +198,7 @@ pub async fn tick(
 /// Writes everything owed now, each at most once per process once written (`tried`): a record
 /// the kernel refused is not retried in a loop (a restart tries once more); one that could not
 /// be written is tried again on the next wake.
-async fn drive(node: &Node, tried: &mut HashSet<(String, &'static str, String)>) {
+async fn drive(node: &Driver, tried: &mut HashSet<(String, &'static str, String)>) {
     let owed = match node.projection.read() {
         Ok(p) => owed(&p.envelopes),
         Err(_) => return,
@@ -208,10 +231,10 @@ async fn drive(node: &Node, tried: &mut HashSet<(String, &'static str, String)>)
 }
 
 /// Runs until `shutdown`: drives on every ledger change, ticks on the configured interval.
-pub async fn run(node: Arc<Node>, shutdown: CancellationToken) {
+pub async fn run(node: Driver, shutdown: CancellationToken) {
     let mut len = node.ledger.watch_len();
     let mut tried = HashSet::new();
-    let cfg = node.config.envelopes.clone();
+    let cfg = node.config.clone();
     let every = Duration::from_secs(cfg.tick_interval_seconds.max(1));
     let mut ticker = tokio::time::interval(every);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -5,13 +5,13 @@
 //! basis (federation quarantines a record until its basis is in the ledger); a tick to the
 //! organisations of the envelopes it lists (an abort on timeout names the tick).
 
-use crate::node::Node;
+use crate::projection::Projection;
 use accord_proto::pb::envelope::v1 as epb;
 use accord_proto::pb::record::v1::{Record, record::Operation};
 use std::collections::BTreeSet;
 
 /// The organisations `r` concerns (this one included; the router removes it and unknown peers).
-pub fn destinations(node: &Node, r: &Record) -> BTreeSet<String> {
+pub fn destinations(projection: &std::sync::RwLock<Projection>, r: &Record) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let ids: Vec<&str> = match &r.operation {
         Some(Operation::Envelope(e)) => {
@@ -24,7 +24,7 @@ pub fn destinations(node: &Node, r: &Record) -> BTreeSet<String> {
         Some(Operation::Tick(_)) => r.items.iter().map(String::as_str).collect(),
         _ => return out,
     };
-    if let Ok(p) = node.projection.read() {
+    if let Ok(p) = projection.read() {
         for id in ids {
             if let Some(env) = p.envelopes.get(id) {
                 out.insert(env.coordinator.organisation.clone());

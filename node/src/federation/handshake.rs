@@ -8,8 +8,8 @@
 //! the connection's first read, inside hyper's connection task), a one-off handshake with the
 //! sender's own TLS settings that reads the peer's first answer ([`probe`]).
 
+use super::FedContext;
 use super::peers::Peer;
-use crate::node::Node;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -67,7 +67,7 @@ pub fn is_transport(msg: &str) -> bool {
 /// Connects to `peer` with the sender's TLS settings (our certificate, the peer's CA, ALPN h2),
 /// sends the HTTP/2 preface and reads the peer's first answer: `Some(cause)` when the peer
 /// refused us or could not be reached, `None` when it accepted (or the probe could not run).
-pub async fn probe(node: &Node, peer: &Peer, timeout: Duration) -> Option<String> {
+pub async fn probe(cx: &FedContext, peer: &Peer, timeout: Duration) -> Option<String> {
     let uri: http::Uri = peer.record.endpoint.parse().ok()?;
     let host = uri
         .host()?
@@ -80,8 +80,8 @@ pub async fn probe(node: &Node, peer: &Peer, timeout: Duration) -> Option<String
         // A pinned leaf is not a trust anchor; then the probe reports the certificate error.
         let _ = roots.add(c);
     }
-    let certs = crate::tls::load_certs(&node.config.tls.cert).ok()?;
-    let key = crate::tls::load_key(&node.config.tls.key).ok()?;
+    let certs = crate::tls::load_certs(&cx.tls.0).ok()?;
+    let key = crate::tls::load_key(&cx.tls.1).ok()?;
     let mut cfg = rustls::ClientConfig::builder_with_provider(crate::tls::provider())
         .with_safe_default_protocol_versions()
         .ok()?
@@ -118,7 +118,7 @@ pub async fn probe(node: &Node, peer: &Peer, timeout: Duration) -> Option<String
     match tokio::time::timeout(timeout, attempt).await {
         Ok(Err(cause)) => {
             if cause.starts_with("TLS") {
-                node.metrics.tls_handshake_failed("client");
+                cx.metrics.tls_handshake_failed("client");
             }
             Some(cause)
         }

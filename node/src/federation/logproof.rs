@@ -28,13 +28,11 @@ use super::error::{BadProof, FedError};
 use super::peers::Peer;
 use super::refusals::refuse;
 use crate::error::Error;
-use crate::node::Node;
 use accord_proto::checkpoint::{Checkpoint, open_checkpoint};
 use accord_proto::merkle::{leaf_hash, verify_consistency, verify_inclusion};
 use accord_proto::note::Note;
 use accord_proto::pb::federation::v1::{Envelope, LogProof, RecordInclusion};
 use accord_proto::pb::log::v1::GetConsistencyProofRequest;
-use accord_proto::pb::log::v1::log_service_client::LogServiceClient;
 use accord_proto::pb::record::v1::SignedRecord;
 use prost::Message;
 
@@ -189,12 +187,12 @@ async fn fetch_consistency(
     size1: u64,
     size2: u64,
 ) -> Result<Vec<[u8; 32]>, FedError> {
-    let ch = super::channel(cx, peer)?;
-    let resp = match LogServiceClient::new(ch)
-        .get_consistency_proof(GetConsistencyProofRequest { size1, size2 })
+    let resp = match cx
+        .transport
+        .consistency_proof(peer, GetConsistencyProofRequest { size1, size2 })
         .await
     {
-        Ok(r) => r.into_inner(),
+        Ok(r) => r,
         // The peer's own log says it has no such tree: the checkpoint is not of its log.
         Err(s)
             if matches!(
@@ -231,12 +229,12 @@ async fn fetch_consistency(
 /// consistency proof from `held` (the size the receiver is believed to hold, 0 if unknown).
 /// Blocking (storage reads); `cp` covers every sequence.
 pub fn build(
-    node: &Node,
+    cx: &FedContext,
     cp: &crate::log::StoredCheckpoint,
     seqs: &[u64],
     held: u64,
 ) -> Result<LogProof, Error> {
-    let store = node.ledger.store();
+    let store = cx.ledger.store();
     let mut inclusions = Vec::with_capacity(seqs.len());
     for &seq in seqs {
         let proof = crate::log::inclusion_proof(store, seq, cp.size)?;

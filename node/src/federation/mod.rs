@@ -25,6 +25,7 @@
 //! | [`handshake`] | why a connection to a peer failed (TLS refusals), for `peer health` |
 //! | [`logproof`] | the sender's proof that it recorded what it sends (checkpoint + inclusion) |
 //! | [`budget`] | per-peer budget of records rejected at the door |
+//! | [`transport`] | how federation reaches a peer (`PeerTransport`: gRPC in the daemon, simulated in `accord-sim`) |
 //!
 //! The path: a locally authored record enters the ledger → the router queues it for each peer
 //! organisation with a party in its commitment → that peer's sender delivers it in a signed
@@ -55,24 +56,22 @@ pub mod receipts;
 pub mod refusals;
 pub mod route;
 pub mod sender;
+pub mod transport;
 
 use crate::config::Config;
 use crate::error::Error;
 use crate::ledger::Store;
-use crate::node::Node;
 use accord_kernel as k;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::Channel;
 
 /// Largest gRPC message either side of FederationService accepts.
 pub const MAX_MESSAGE: usize = 64 * 1024 * 1024;
 
-/// What federation's admission side (admission, quarantine, receipts, refusals, log proofs)
-/// needs of the node (issue 10, item 1): narrow handles, built once in `node.rs`, instead of
-/// the whole [`Node`].
+/// What federation (the router, the senders, admission, quarantine, receipts, refusals, log
+/// proofs) needs of the node (issue 10, item 1): narrow handles, built once in `node.rs`,
+/// instead of the whole node — so no module under `federation/` depends on `crate::node`.
 #[derive(Debug, Clone)]
 pub struct FedContext {
     /// This organisation's name.
@@ -95,6 +94,14 @@ pub struct FedContext {
     pub config: crate::config::FederationConfig,
     /// This node's TLS certificate and key, presented to peers.
     pub tls: (std::path::PathBuf, std::path::PathBuf),
+    /// Derived Work state (the router reads who is in a commitment).
+    pub projection: Arc<RwLock<crate::projection::Projection>>,
+    /// Checkpoint signing (a sender proves its batch with a covering checkpoint).
+    pub checkpoints: crate::log::LogContext,
+    /// How peers are reached.
+    pub transport: Arc<dyn transport::PeerTransport>,
+    /// How often refusals past their retention are pruned (`limits.refusals_prune_interval_ms`).
+    pub refusals_prune_interval_ms: u64,
 }
 
 impl FedContext {
@@ -169,32 +176,18 @@ impl Federation {
     }
 }
 
-/// A mutual-TLS channel to a peer (the sender's deliveries, and the inbox fetching consistency
-/// proofs): our own TLS connector with the peer's CA and, if pinned, its leaf (issue 8).
-pub(crate) fn channel(cx: &FedContext, peer: &peers::Peer) -> Result<Channel, Error> {
-    crate::tls::peer_channel(
-        &peer.record.endpoint,
-        &peer.record.tls_pem,
-        &peer.record.pin_sha256,
-        &cx.tls.0,
-        &cx.tls.1,
-        Duration::from_secs(3),
-        Duration::from_millis(cx.config.request_timeout_ms),
-    )
-}
-
 /// Starts the router, the senders and the quarantine task; they stop at `shutdown`.
-pub fn spawn(node: &Arc<Node>, shutdown: &CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
+pub fn spawn(cx: &FedContext, shutdown: &CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
-        tokio::spawn(route::run(node.clone(), shutdown.clone())),
-        tokio::spawn(sender::run(node.clone(), shutdown.clone())),
-        tokio::spawn(quarantine::run(node.fed.clone(), shutdown.clone())),
-        tokio::spawn(backfill_task(node).run(shutdown.clone())),
+        tokio::spawn(route::run(cx.clone(), shutdown.clone())),
+        tokio::spawn(sender::run(cx.clone(), shutdown.clone())),
+        tokio::spawn(quarantine::run(cx.clone(), shutdown.clone())),
+        tokio::spawn(backfill_task(cx).run(shutdown.clone())),
         tokio::spawn(refusals::run_retention(
-            node.refusals.clone(),
-            node.ledger.store().clone(),
-            node.clock.clone(),
-            Duration::from_millis(node.config.limits.refusals_prune_interval_ms),
+            cx.refusals.clone(),
+            cx.ledger.store().clone(),
+            cx.clock.clone(),
+            std::time::Duration::from_millis(cx.refusals_prune_interval_ms),
             shutdown.clone(),
         )),
     ]
@@ -207,15 +200,15 @@ type NodeBackfill = backfill::Backfill<
     Box<dyn Fn() -> Result<u64, Error> + Send + Sync>,
 >;
 
-fn backfill_task(node: &Arc<Node>) -> NodeBackfill {
-    let (n1, n2, n3) = (node.clone(), node.clone(), node.clone());
+fn backfill_task(cx: &FedContext) -> NodeBackfill {
+    let (c1, c2, c3) = (cx.clone(), cx.clone(), cx.clone());
     backfill::Backfill {
-        store: node.ledger.store().clone(),
-        outbox: node.federation.clone(),
-        destinations: Box::new(move |e| route::destinations(&n1, e)),
-        exists: Box::new(move |p| n2.federation.peers.get(p).is_some()),
-        router_cursor: Box::new(move || route::cursor(&n3)),
-        per_second: node.config.federation.backfill_per_second,
-        clock: node.clock.clone(),
+        store: cx.ledger.store().clone(),
+        outbox: cx.federation.clone(),
+        destinations: Box::new(move |e| route::destinations(&c1, e)),
+        exists: Box::new(move |p| c2.federation.peers.get(p).is_some()),
+        router_cursor: Box::new(move || route::cursor(&c3)),
+        per_second: cx.config.backfill_per_second,
+        clock: cx.clock.clone(),
     }
 }

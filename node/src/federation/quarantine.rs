@@ -127,7 +127,7 @@ impl Quarantine {
         }
     }
 
-    fn take_rx(&self) -> Option<mpsc::UnboundedReceiver<RecordId>> {
+    pub(crate) fn take_rx(&self) -> Option<mpsc::UnboundedReceiver<RecordId>> {
         self.rx.lock().ok()?.take()
     }
 }

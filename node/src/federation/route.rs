@@ -17,15 +17,14 @@
 //! The outbox items and the cursor are written in one batch, so a crash re-routes exactly the
 //! records whose items were lost.
 
+use super::FedContext;
 use super::outbox::Item;
 use crate::error::Error;
-use crate::node::Node;
 use accord_proto::pb::record::v1::{self as pb, Record, record::Operation};
 use accord_proto::pb::work::v1::LedgerEntry;
 use accord_proto::signing::RecordId;
 use prost::Message;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -33,8 +32,8 @@ const CURSOR: &str = "federation/route_cursor";
 const STEP: usize = 512;
 
 /// The router's cursor: every entry below it was routed (read by the backfill's hand-over).
-pub(crate) fn cursor(node: &Node) -> Result<u64, Error> {
-    Ok(match node.ledger.store().meta(CURSOR)? {
+pub(crate) fn cursor(cx: &FedContext) -> Result<u64, Error> {
+    Ok(match cx.ledger.store().meta(CURSOR)? {
         Some(v) => v.as_slice().try_into().map(u64::from_be_bytes).unwrap_or(0),
         None => 0,
     })
@@ -98,14 +97,14 @@ fn named_parties(r: &Record, out: &mut Vec<pb::PartyRef>) {
 
 /// The peer organisations a local ledger entry goes to (none for a peer's record, an admission
 /// declaration, a Work service party's record, or a record the kernel rejected).
-pub fn destinations(node: &Node, entry: &LedgerEntry) -> Vec<String> {
+pub fn destinations(cx: &FedContext, entry: &LedgerEntry) -> Vec<String> {
     let Some(signed) = &entry.record else {
         return Vec::new();
     };
     let Ok(r) = Record::decode(signed.payload.as_ref()) else {
         return Vec::new();
     };
-    if r.author.as_ref().map(|a| a.organisation.as_str()) != Some(node.name()) {
+    if r.author.as_ref().map(|a| a.organisation.as_str()) != Some(cx.name()) {
         return Vec::new();
     }
     if matches!(r.operation, Some(Operation::Admission(_)))
@@ -117,7 +116,7 @@ pub fn destinations(node: &Node, entry: &LedgerEntry) -> Vec<String> {
         return Vec::new();
     }
     let mut orgs = BTreeSet::new();
-    if let Ok(p) = node.projection.read()
+    if let Ok(p) = cx.projection.read()
         && let Some(c) = p.get(&r.commitment_id)
     {
         for party in c.parties().into_iter().chain(c.candidate_obligors()) {
@@ -128,9 +127,9 @@ pub fn destinations(node: &Node, entry: &LedgerEntry) -> Vec<String> {
     named_parties(&r, &mut named);
     orgs.extend(named.into_iter().map(|p| p.organisation));
     // Commit envelopes (seed 003): the coordinator's and participants' organisations.
-    orgs.extend(crate::envelopes::route::destinations(node, &r));
-    orgs.remove(node.name());
-    let fed = &node.federation;
+    orgs.extend(crate::envelopes::route::destinations(&cx.projection, &r));
+    orgs.remove(cx.name());
+    let fed = &cx.federation;
     orgs.into_iter()
         .filter(|o| fed.peers.get(o).is_some())
         .collect()
@@ -141,26 +140,26 @@ type Routed = (u64, BTreeMap<String, u64>, Vec<RecordId>);
 
 /// Routes `[from, to)`; returns the new cursor and, per peer, how many items were queued, and
 /// the quarantined records to wake.
-fn step(node: &Node, from: u64, to: u64) -> Result<Routed, Error> {
-    let store = node.ledger.store();
+fn step(cx: &FedContext, from: u64, to: u64) -> Result<Routed, Error> {
+    let store = cx.ledger.store();
     // One step at a time with the backfill's changes of which peers are behind (outbox.rs).
-    let _routing = node.federation.outbox.route_guard()?;
+    let _routing = cx.federation.outbox.route_guard()?;
     let entries = store.range(from, ((to - from) as usize).min(STEP))?;
     let Some(last) = entries.last() else {
         return Ok((from, BTreeMap::new(), Vec::new()));
     };
     let next = last.sequence + 1;
-    let fed = &node.federation;
+    let fed = &cx.federation;
     let mut batch = crate::ledger::Batch::default();
     let mut queued = BTreeMap::new();
     let mut wake = Vec::new();
-    let now = node.clock.now_ms();
+    let now = cx.clock.now_ms();
     for e in &entries {
         let Ok(id) = <RecordId>::try_from(e.record_id.as_ref()) else {
             continue;
         };
         wake.extend(fed.quarantine.waiters(&id)?);
-        for peer in destinations(node, e) {
+        for peer in destinations(cx, e) {
             let item = Item {
                 ledger_seq: e.sequence,
                 record_id: id,
@@ -179,9 +178,9 @@ fn step(node: &Node, from: u64, to: u64) -> Result<Routed, Error> {
 }
 
 /// Runs until `shutdown`.
-pub async fn run(node: Arc<Node>, shutdown: CancellationToken) {
-    let mut len = node.ledger.watch_len();
-    let mut at = match cursor(&node) {
+pub async fn run(cx: FedContext, shutdown: CancellationToken) {
+    let mut len = cx.ledger.watch_len();
+    let mut at = match cursor(&cx) {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(error = %e, "federation router: cannot read its cursor; not routing");
@@ -192,14 +191,14 @@ pub async fn run(node: Arc<Node>, shutdown: CancellationToken) {
         let target = *len.borrow_and_update();
         let mut stalled = false;
         while at < target && !stalled {
-            let n = node.clone();
+            let n = cx.clone();
             let from = at;
             match tokio::task::spawn_blocking(move || step(&n, from, target)).await {
                 Ok(Ok((next, queued, wake))) => {
                     for (peer, count) in queued {
-                        node.federation.outbox.committed(&peer, count);
+                        cx.federation.outbox.committed(&peer, count);
                     }
-                    node.federation.quarantine.wake(wake);
+                    cx.federation.quarantine.wake(wake);
                     stalled = next == at;
                     at = next;
                 }
@@ -224,4 +223,26 @@ pub async fn run(node: Arc<Node>, shutdown: CancellationToken) {
             r = len.changed() => if r.is_err() { return },
         }
     }
+}
+
+/// Routes every record up to the ledger's length now, in steps as [`run`] does (the
+/// simulation's step; see `crate::embed`).
+pub async fn route_all(cx: &FedContext) -> Result<(), Error> {
+    let target = cx.ledger.len();
+    let mut at = cursor(cx)?;
+    while at < target {
+        let (c, from) = (cx.clone(), at);
+        let (next, queued, wake) = tokio::task::spawn_blocking(move || step(&c, from, target))
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))??;
+        for (peer, count) in queued {
+            cx.federation.outbox.committed(&peer, count);
+        }
+        cx.federation.quarantine.wake(wake);
+        if next == at {
+            break;
+        }
+        at = next;
+    }
+    Ok(())
 }

@@ -12,29 +12,26 @@
 //! batch and slows down. Receipts still lacking a decision or a proof are polled with
 //! `GetReceipts`.
 
+use super::FedContext;
 use super::breaker::{Breaker, State};
 use super::outbox::Item;
 use super::peers::Peer;
 use super::receipts;
 use crate::error::Error;
-use crate::node::Node;
 use accord_proto::note::Verifier;
-use accord_proto::pb::federation::v1::federation_service_client::FederationServiceClient;
 use accord_proto::pb::federation::v1::{
     DeliverRequest, Envelope, GetReceiptsRequest, ReceiptKind, Signed,
 };
 use accord_proto::signing::{self, ENVELOPE_PAYLOAD_TYPE, RecordId};
 use prost::Message;
 use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use tonic::transport::Channel;
 
 /// Most bytes of records in one envelope.
 const MAX_ENVELOPE_BYTES: usize = 4 * 1024 * 1024;
-use super::MAX_MESSAGE;
 
 /// A peer's delivery health (AdminService.GetPeerHealth).
 #[derive(Debug)]
@@ -103,14 +100,6 @@ impl From<Error> for Fail {
     }
 }
 
-use super::channel;
-
-fn client(ch: Channel) -> FederationServiceClient<Channel> {
-    FederationServiceClient::new(ch)
-        .max_decoding_message_size(MAX_MESSAGE)
-        .max_encoding_message_size(MAX_MESSAGE)
-}
-
 fn status_fail(s: tonic::Status) -> Fail {
     let reason = s
         .metadata()
@@ -138,13 +127,8 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// Sends one envelope of the head of the queue; returns how many records it carried.
-async fn send(
-    node: &Arc<Node>,
-    peer: &Peer,
-    ch: &Channel,
-    items: Vec<(u64, Item)>,
-) -> Result<usize, Fail> {
-    let n = node.clone();
+async fn send(cx: &FedContext, peer: &Peer, items: Vec<(u64, Item)>) -> Result<usize, Fail> {
+    let n = cx.clone();
     let loaded = blocking(move || {
         let store = n.ledger.store();
         let mut out = Vec::with_capacity(items.len());
@@ -169,24 +153,24 @@ async fn send(
     // batch — the latest, or one signed now — and each record's inclusion proof.
     let leaves: Vec<u64> = loaded.iter().map(|(_, i, _)| i.ledger_seq).collect();
     let need = leaves.iter().max().map_or(0, |m| m + 1);
-    let cp = crate::log::covering(node, need).await?;
-    let health = node.federation.health(peer.name());
+    let cp = crate::log::covering(&cx.checkpoints, need).await?;
+    let health = cx.federation.health(peer.name());
     let held = health.log_size.load(Ordering::Relaxed);
-    let (n, cp2) = (node.clone(), cp.clone());
+    let (n, cp2) = (cx.clone(), cp.clone());
     let log_proof = blocking(move || super::logproof::build(&n, &cp2, &leaves, held)).await?;
     let first_sequence = loaded.first().map(|(s, _, _)| *s).unwrap_or(0);
     let seqs: Vec<u64> = loaded.iter().map(|(s, _, _)| *s).collect();
     let ids: Vec<RecordId> = loaded.iter().map(|(_, i, _)| i.record_id).collect();
     let env = Envelope {
-        sender: node.name().to_string(),
+        sender: cx.name().to_string(),
         receiver: peer.name().to_string(),
         first_sequence,
-        sent_at_unix_ms: node.clock.now_ms(),
+        sent_at_unix_ms: cx.clock.now_ms(),
         records: loaded.into_iter().map(|(_, _, r)| r).collect(),
         log_proof: Some(log_proof),
     };
     let payload = env.encode_to_vec();
-    let sig = signing::sign(&node.signer, ENVELOPE_PAYLOAD_TYPE, &payload);
+    let sig = signing::sign(&cx.signer, ENVELOPE_PAYLOAD_TYPE, &payload);
     let env_id = signing::record_id(ENVELOPE_PAYLOAD_TYPE, &payload);
     let req = DeliverRequest {
         envelope: Some(Signed {
@@ -195,12 +179,8 @@ async fn send(
             signatures: vec![sig],
         }),
     };
-    let resp = client(ch.clone())
-        .deliver(req)
-        .await
-        .map_err(status_fail)?
-        .into_inner();
-    let keys: Vec<Verifier> = peer.keys_at(node.clock.now_ms()).cloned().collect();
+    let resp = cx.transport.deliver(peer, req).await.map_err(status_fail)?;
+    let keys: Vec<Verifier> = peer.keys_at(cx.clock.now_ms()).cloned().collect();
     let first = resp
         .receipts
         .first()
@@ -214,7 +194,7 @@ async fn send(
     if r.kind != ReceiptKind::EnvelopeRecorded as i32
         || r.envelope_id[..] != env_id[..]
         || r.receiver != peer.name()
-        || r.sender != node.name()
+        || r.sender != cx.name()
     {
         return Err(Fail::Other(
             "the envelope receipt is not about this envelope".into(),
@@ -227,7 +207,7 @@ async fn send(
             Ok(v)
                 if v.decision.is_some()
                     && v.receipt.receiver == peer.name()
-                    && v.receipt.sender == node.name()
+                    && v.receipt.sender == cx.name()
                     && <RecordId>::try_from(v.receipt.record_id.as_ref())
                         .is_ok_and(|id| want.contains(&id)) =>
             {
@@ -246,7 +226,7 @@ async fn send(
     // The peer verified our checkpoint (it answered): it holds at least this size now.
     health.log_size.fetch_max(cp.size, Ordering::Relaxed);
     let (n, peer_name, env_receipt, issued) = (
-        node.clone(),
+        cx.clone(),
         peer.name().to_string(),
         first.encode_to_vec(),
         r.issued_at_unix_ms,
@@ -275,14 +255,9 @@ async fn send(
 /// Fetches newer receipts for records still lacking a decision or a proof: up to
 /// `POLL_PAGES` pages of 256 from `cursor` on, which then moves on (round-robin), so records that
 /// stay undecided (a long quarantine) do not starve the others.
-async fn poll(
-    node: &Arc<Node>,
-    peer: &Peer,
-    ch: &Channel,
-    cursor: &mut Option<RecordId>,
-) -> Result<(), Fail> {
+async fn poll(cx: &FedContext, peer: &Peer, cursor: &mut Option<RecordId>) -> Result<(), Fail> {
     for _ in 0..POLL_PAGES {
-        let ids = node
+        let ids = cx
             .federation
             .receipts
             .pending(peer.name(), cursor.as_ref(), 256)?;
@@ -294,7 +269,7 @@ async fn poll(
         if ids.is_empty() {
             return Ok(());
         }
-        poll_page(node, peer, ch, ids).await?;
+        poll_page(cx, peer, ids).await?;
         if cursor.is_none() {
             return Ok(());
         }
@@ -304,21 +279,16 @@ async fn poll(
 
 const POLL_PAGES: usize = 8;
 
-async fn poll_page(
-    node: &Arc<Node>,
-    peer: &Peer,
-    ch: &Channel,
-    ids: Vec<RecordId>,
-) -> Result<(), Fail> {
+async fn poll_page(cx: &FedContext, peer: &Peer, ids: Vec<RecordId>) -> Result<(), Fail> {
     let req = GetReceiptsRequest {
         record_ids: ids.iter().map(|i| i.to_vec().into()).collect(),
     };
-    let resp = client(ch.clone())
-        .get_receipts(req)
+    let resp = cx
+        .transport
+        .get_receipts(peer, req)
         .await
-        .map_err(status_fail)?
-        .into_inner();
-    let keys: Vec<Verifier> = peer.keys_at(node.clock.now_ms()).cloned().collect();
+        .map_err(status_fail)?;
+    let keys: Vec<Verifier> = peer.keys_at(cx.clock.now_ms()).cloned().collect();
     let want: HashSet<RecordId> = ids.into_iter().collect();
     let mut verified = Vec::new();
     let checked = receipts::verify_many(&resp.receipts, &keys, &[]);
@@ -326,7 +296,7 @@ async fn poll_page(
         match checked {
             Ok(v)
                 if v.receipt.receiver == peer.name()
-                    && v.receipt.sender == node.name()
+                    && v.receipt.sender == cx.name()
                     && <RecordId>::try_from(v.receipt.record_id.as_ref())
                         .is_ok_and(|id| want.contains(&id)) =>
             {
@@ -341,7 +311,7 @@ async fn poll_page(
             }
         }
     }
-    let (n, peer_name) = (node.clone(), peer.name().to_string());
+    let (n, peer_name) = (cx.clone(), peer.name().to_string());
     blocking(move || {
         let fed = &n.federation;
         let mut batch = crate::ledger::Batch::default();
@@ -364,21 +334,20 @@ async fn pause(cancel: &CancellationToken, d: Duration) -> bool {
 }
 
 /// Delivers to one peer until cancelled, or until the peer is disabled or removed.
-pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) {
-    let fed = &node.federation;
-    let cfg = node.config.federation.clone();
+pub async fn run_peer(cx: FedContext, name: String, cancel: CancellationToken) {
+    let fed = &cx.federation;
+    let cfg = cx.config.clone();
     let health = fed.health(&name);
     let base = Duration::from_millis(cfg.retry_base_ms);
     let max = Duration::from_millis(cfg.retry_max_ms);
     let mut breaker = Breaker::new(cfg.breaker_failures, base, max);
     let mut limit = cfg.batch_size;
     let mut throttle = Duration::ZERO;
-    let mut conn: Option<(String, Channel)> = None;
     let notify = fed.outbox.notify(&name);
     // Receipts are polled by a task of their own, so polling never holds up delivery.
     let poller = cancel.child_token();
     let _stop_poller = poller.clone().drop_guard();
-    tokio::spawn(run_poller(node.clone(), name.clone(), poller));
+    tokio::spawn(run_poller(cx.clone(), name.clone(), poller));
     tracing::info!(peer = %name, "federation sender started");
     loop {
         if cancel.is_cancelled() {
@@ -396,28 +365,7 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
             continue;
         }
         health.set_breaker(breaker.state());
-        let conn_key = format!(
-            "{}\n{}\n{}",
-            peer.record.endpoint, peer.record.tls_pem, peer.record.pin_sha256
-        );
-        if conn.as_ref().is_none_or(|(k, _)| *k != conn_key) {
-            match channel(&node.fed, &peer) {
-                Ok(ch) => conn = Some((conn_key, ch)),
-                Err(e) => {
-                    health.error(e.to_string());
-                    let w = breaker.failure(Instant::now());
-                    tracing::warn!(peer = %name, error = %e, "cannot build a channel to the peer");
-                    if !pause(&cancel, w).await {
-                        return;
-                    }
-                    continue;
-                }
-            }
-        }
-        let Some((_, ch)) = conn.clone() else {
-            continue;
-        };
-        let fed2 = node.clone();
+        let fed2 = cx.clone();
         let (peer_name, lim) = (name.clone(), limit);
         let items = match blocking(move || fed2.federation.outbox.peek(&peer_name, lim)).await {
             Ok(i) => i,
@@ -433,13 +381,13 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
         if !items.is_empty() {
             let sent = tokio::select! {
                 _ = cancel.cancelled() => return,
-                r = send(&node, &peer, &ch, items) => r,
+                r = send(&cx, &peer, items) => r,
             };
             result = match sent {
                 Ok(_) => {
                     health
                         .last_success
-                        .store(node.clock.now_ms(), Ordering::Relaxed);
+                        .store(cx.clock.now_ms(), Ordering::Relaxed);
                     limit = (limit * 2).min(cfg.batch_size);
                     throttle /= 2;
                     if throttle < Duration::from_millis(1) {
@@ -457,7 +405,7 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
                 }
                 breaker.success();
                 health.set_breaker(State::Closed);
-                if !items_left(&node, &name) {
+                if !items_left(&cx, &name) {
                     // Idle: wait for new records (and look again now and then).
                     tokio::select! {
                         _ = cancel.cancelled() => return,
@@ -480,7 +428,7 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
             }
             Err(Fail::Other(msg)) => {
                 let msg = match super::handshake::is_transport(&msg) {
-                    true => super::handshake::probe(&node, &peer, Duration::from_secs(3))
+                    true => super::handshake::probe(&cx, &peer, Duration::from_secs(3))
                         .await
                         .unwrap_or(msg),
                     false => msg,
@@ -496,33 +444,19 @@ pub async fn run_peer(node: Arc<Node>, name: String, cancel: CancellationToken) 
 
 /// Polls `GetReceipts` every `federation.receipt_poll_ms` for the peer's records whose receipt
 /// still lacks a decision or a proof; stops with its sender.
-async fn run_poller(node: Arc<Node>, name: String, cancel: CancellationToken) {
-    let every = Duration::from_millis(node.config.federation.receipt_poll_ms);
+async fn run_poller(cx: FedContext, name: String, cancel: CancellationToken) {
+    let every = Duration::from_millis(cx.config.receipt_poll_ms);
     let mut cursor: Option<RecordId> = None;
-    let mut conn: Option<(String, Channel)> = None;
     loop {
         if !pause(&cancel, every).await {
             return;
         }
-        let Some(peer) = node.federation.peers.get(&name).filter(|p| p.enabled()) else {
+        let Some(peer) = cx.federation.peers.get(&name).filter(|p| p.enabled()) else {
             return;
-        };
-        let key = format!(
-            "{}\n{}\n{}",
-            peer.record.endpoint, peer.record.tls_pem, peer.record.pin_sha256
-        );
-        if conn.as_ref().is_none_or(|(k, _)| *k != key) {
-            match channel(&node.fed, &peer) {
-                Ok(ch) => conn = Some((key, ch)),
-                Err(_) => continue,
-            }
-        }
-        let Some((_, ch)) = conn.clone() else {
-            continue;
         };
         let r = tokio::select! {
             _ = cancel.cancelled() => return,
-            r = poll(&node, &peer, &ch, &mut cursor) => r,
+            r = poll(&cx, &peer, &mut cursor) => r,
         };
         if let Err(Fail::Other(e) | Fail::Exhausted(e)) = r {
             tracing::debug!(peer = %name, error = %e, "receipt poll failed");
@@ -530,18 +464,18 @@ async fn run_poller(node: Arc<Node>, name: String, cancel: CancellationToken) {
     }
 }
 
-fn items_left(node: &Node, peer: &str) -> bool {
-    node.federation.outbox.depth(peer) > 0
+fn items_left(cx: &FedContext, peer: &str) -> bool {
+    cx.federation.outbox.depth(peer) > 0
 }
 
 /// Keeps one sender task per enabled peer, following peer changes, until `shutdown`.
-pub async fn run(node: Arc<Node>, shutdown: CancellationToken) {
-    let mut changes = node.federation.peers.subscribe();
+pub async fn run(cx: FedContext, shutdown: CancellationToken) {
+    let mut changes = cx.federation.peers.subscribe();
     let mut tasks: HashMap<String, (CancellationToken, tokio::task::JoinHandle<()>)> =
         HashMap::new();
     loop {
         changes.borrow_and_update();
-        let wanted: HashSet<String> = node
+        let wanted: HashSet<String> = cx
             .federation
             .peers
             .list()
@@ -559,7 +493,7 @@ pub async fn run(node: Arc<Node>, shutdown: CancellationToken) {
         for name in wanted {
             if let std::collections::hash_map::Entry::Vacant(slot) = tasks.entry(name.clone()) {
                 let tok = shutdown.child_token();
-                let h = tokio::spawn(run_peer(node.clone(), name, tok.clone()));
+                let h = tokio::spawn(run_peer(cx.clone(), name, tok.clone()));
                 slot.insert((tok, h));
             }
         }
@@ -571,5 +505,42 @@ pub async fn run(node: Arc<Node>, shutdown: CancellationToken) {
     for (_, (tok, h)) in tasks {
         tok.cancel();
         let _ = h.await;
+    }
+}
+
+/// One delivery step (the simulation and embedding surface, issue 16): sends one envelope from
+/// the head of `peer`'s outbox, if there is one, exactly as the sender task does, and returns
+/// how many records it carried (0: nothing queued, or the peer is not enabled). A failure is
+/// described; nothing is removed from the outbox then.
+pub async fn deliver_step(cx: &FedContext, peer: &str) -> Result<usize, String> {
+    let Some(p) = cx.federation.peers.get(peer).filter(|p| p.enabled()) else {
+        return Ok(0);
+    };
+    let (c, name, limit) = (cx.clone(), peer.to_string(), cx.config.batch_size);
+    let items = blocking(move || c.federation.outbox.peek(&name, limit))
+        .await
+        .map_err(|e| e.to_string())?;
+    if items.is_empty() {
+        return Ok(0);
+    }
+    send(cx, &p, items).await.map_err(|f| match f {
+        Fail::Exhausted(m) | Fail::Other(m) => m,
+    })
+}
+
+/// One receipt-polling step (see [`deliver_step`]): fetches newer receipts for every record of
+/// `peer` still lacking a decision or a proof.
+pub async fn poll_step(cx: &FedContext, peer: &str) -> Result<(), String> {
+    let Some(p) = cx.federation.peers.get(peer).filter(|p| p.enabled()) else {
+        return Ok(());
+    };
+    let mut cursor = None;
+    loop {
+        poll(cx, &p, &mut cursor).await.map_err(|f| match f {
+            Fail::Exhausted(m) | Fail::Other(m) => m,
+        })?;
+        if cursor.is_none() {
+            return Ok(());
+        }
     }
 }

@@ -2,9 +2,8 @@
 //! tlog-checkpoint with the node's log key (key name = origin), stores it, and takes it to the
 //! witnesses; once K of them co-sign, the cosigned checkpoint is stored as the witnessed one.
 
-use super::{StoredCheckpoint, WitnessClient};
+use super::{LogContext, StoredCheckpoint, WitnessClient};
 use crate::error::Error;
-use crate::node::Node;
 use accord_proto::checkpoint::Checkpoint;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,12 +13,12 @@ use tokio_util::sync::CancellationToken;
 /// witnessed is not held back by a fixed timer), at most every `min_checkpoint_interval_ms`, and
 /// at least every `checkpoint_interval_ms` so that witnesses that failed are retried.
 pub async fn run_checkpointer(
-    node: Arc<Node>,
+    node: LogContext,
     witnesses: Arc<WitnessClient>,
     shutdown: CancellationToken,
 ) {
-    let idle = Duration::from_millis(node.config.log.checkpoint_interval_ms);
-    let min = Duration::from_millis(node.config.log.min_checkpoint_interval_ms).min(idle);
+    let idle = Duration::from_millis(node.config.checkpoint_interval_ms);
+    let min = Duration::from_millis(node.config.min_checkpoint_interval_ms).min(idle);
     let mut len = node.ledger.watch_len();
     loop {
         let started = tokio::time::Instant::now();
@@ -53,7 +52,7 @@ static SIGNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Blocking: the latest checkpoint if it covers `size` leaves, else a new one signed over the
 /// whole ledger (one Ed25519 signature and an O(log n) root), stored as the latest.
-fn sign_covering(node: &Node, size: u64) -> Result<Option<StoredCheckpoint>, Error> {
+fn sign_covering(node: &LogContext, size: u64) -> Result<Option<StoredCheckpoint>, Error> {
     let _g = SIGNING
         .lock()
         .map_err(|_| Error::Internal("checkpoint signing lock poisoned".into()))?;
@@ -70,7 +69,7 @@ fn sign_covering(node: &Node, size: u64) -> Result<Option<StoredCheckpoint>, Err
         )));
     }
     let root = super::root(node.ledger.store(), now)?;
-    let note = Checkpoint::new(node.config.origin(), now, root)
+    let note = Checkpoint::new(&node.origin, now, root)
         .sign(&node.signer)
         .map_err(|e| Error::Internal(e.to_string()))?;
     let c = StoredCheckpoint {
@@ -87,7 +86,7 @@ fn sign_covering(node: &Node, size: u64) -> Result<Option<StoredCheckpoint>, Err
 /// A signed checkpoint that covers the first `size` leaves: the latest one if it does, else one
 /// signed now (issue 8: a federation sender proves its batch without waiting for the next
 /// checkpoint interval). "Latest" stays monotonic.
-pub async fn covering(node: &Arc<Node>, size: u64) -> Result<StoredCheckpoint, Error> {
+pub async fn covering(node: &LogContext, size: u64) -> Result<StoredCheckpoint, Error> {
     if let Some(c) = node.log.latest().filter(|c| c.size >= size) {
         return Ok(c);
     }
@@ -99,7 +98,7 @@ pub async fn covering(node: &Arc<Node>, size: u64) -> Result<StoredCheckpoint, E
 }
 
 /// One round: sign a new checkpoint if the tree grew, then try to get it witnessed.
-pub async fn step(node: &Arc<Node>, witnesses: &WitnessClient) -> Result<(), Error> {
+pub async fn step(node: &LogContext, witnesses: &WitnessClient) -> Result<(), Error> {
     let size = node.ledger.len();
     let latest = match node.log.latest() {
         Some(c) if c.size >= size => c,

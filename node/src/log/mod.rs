@@ -7,8 +7,8 @@
 mod checkpointer;
 mod witness_client;
 
-pub use checkpointer::{covering, run_checkpointer};
-pub use witness_client::WitnessClient;
+pub use checkpointer::{covering, run_checkpointer, step};
+pub use witness_client::{WitnessCall, WitnessClient, WitnessEndpoint, WitnessTransport};
 
 use crate::error::Error;
 use crate::ledger::{Store, TreeNodes};
@@ -39,6 +39,26 @@ impl StoredCheckpoint {
             cosignatures: self.cosignatures,
         }
     }
+}
+
+/// What the checkpointer and the witness client need of the node (issue 10, item 1): narrow
+/// handles, built once in `node.rs`, so that the log does not depend on the node.
+#[derive(Debug, Clone)]
+pub struct LogContext {
+    /// The log origin (the node key's name).
+    pub origin: String,
+    /// The node key: signs checkpoints.
+    pub signer: accord_proto::note::Signer,
+    /// The ledger whose tree is checkpointed.
+    pub ledger: crate::ledger::Ledger<accord_kernel::Record>,
+    /// The latest and the latest witnessed checkpoint.
+    pub log: std::sync::Arc<LogState>,
+    /// The node's one clock.
+    pub clock: crate::clock::Clock,
+    /// Checkpoint counters.
+    pub metrics: crate::metrics::Metrics,
+    /// Checkpoint intervals.
+    pub config: crate::config::LogConfig,
 }
 
 const LATEST: &str = "checkpoint/latest";

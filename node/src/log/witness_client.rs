@@ -10,25 +10,89 @@
 //! and remembers it in `meta`. A failing witness is retried with exponential backoff. The policy
 //! never fails open: fewer than K valid cosignatures and the checkpoint is not witnessed.
 
-use super::StoredCheckpoint;
+use super::{LogContext, StoredCheckpoint};
 use crate::config::Config;
 use crate::error::Error;
 use crate::ledger::Store;
-use crate::node::Node;
 use accord_proto::checkpoint::{verify_cosignature, verify_subtree_cosignature};
 use accord_proto::merkle;
 use accord_proto::note::{KeyKind, NoteSignature, Verifier};
 use accord_proto::pb::witness::v1::{
     AddCheckpointRequest, SignSubtreeRequest, witness_service_client::WitnessServiceClient,
 };
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use futures::future::BoxFuture;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tonic::transport::Channel;
+
+/// Why a call to a witness did not give cosignatures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WitnessCall {
+    /// The witness holds another size (C2SP 409; gRPC ABORTED with `tlog-size`), if it said.
+    Conflict(Option<u64>),
+    /// Anything else (unreachable, refused, malformed), described.
+    Failed(String),
+}
+
+/// How the node reaches one witness (issue 16: the same client runs over gRPC in the daemon and
+/// over a simulated network in `accord-sim`). Answers are the witness's cosignature lines.
+pub trait WitnessTransport: Send + Sync + std::fmt::Debug {
+    /// c2sp.org/tlog-witness add-checkpoint.
+    fn add_checkpoint(
+        &self,
+        req: AddCheckpointRequest,
+    ) -> BoxFuture<'_, Result<String, WitnessCall>>;
+    /// c2sp.org/tlog-witness sign-subtree.
+    fn sign_subtree(&self, req: SignSubtreeRequest) -> BoxFuture<'_, Result<String, WitnessCall>>;
+}
+
+/// One witness as the client sees it: its cosigner key, a name for logs, and its transport.
+pub type WitnessEndpoint = (Verifier, String, Arc<dyn WitnessTransport>);
+
+/// The daemon's transport: the witness's gRPC service over TLS.
+#[derive(Debug, Clone)]
+pub struct GrpcWitness(Channel);
+
+fn call_error(s: tonic::Status) -> WitnessCall {
+    if s.code() == tonic::Code::Aborted {
+        return WitnessCall::Conflict(
+            s.metadata()
+                .get("tlog-size")
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok()),
+        );
+    }
+    WitnessCall::Failed(format!("{:?}: {}", s.code(), s.message()))
+}
+
+impl WitnessTransport for GrpcWitness {
+    fn add_checkpoint(
+        &self,
+        req: AddCheckpointRequest,
+    ) -> BoxFuture<'_, Result<String, WitnessCall>> {
+        Box::pin(async move {
+            WitnessServiceClient::new(self.0.clone())
+                .add_checkpoint(req)
+                .await
+                .map(|r| r.into_inner().cosignatures)
+                .map_err(call_error)
+        })
+    }
+
+    fn sign_subtree(&self, req: SignSubtreeRequest) -> BoxFuture<'_, Result<String, WitnessCall>> {
+        Box::pin(async move {
+            WitnessServiceClient::new(self.0.clone())
+                .sign_subtree(req)
+                .await
+                .map(|r| r.into_inner().cosignatures)
+                .map_err(call_error)
+        })
+    }
+}
 
 struct Witness {
     verifier: Verifier,
     endpoint: String,
-    channel: Channel,
+    transport: Arc<dyn WitnessTransport>,
     state: Mutex<State>,
 }
 
@@ -36,7 +100,8 @@ struct Witness {
 struct State {
     known_size: u64,
     failures: u32,
-    retry_at: Option<Instant>,
+    /// Node-clock time (Unix ms) before which the witness is not asked again.
+    retry_at: Option<i64>,
 }
 
 /// The configured witnesses and the policy's K.
@@ -85,14 +150,33 @@ impl WitnessClient {
                 .connect_timeout(Duration::from_secs(3))
                 .timeout(Duration::from_secs(10))
                 .connect_lazy();
+            witnesses.push((
+                verifier,
+                w.endpoint.clone(),
+                Arc::new(GrpcWitness(channel)) as Arc<dyn WitnessTransport>,
+            ));
+        }
+        WitnessClient::with_transports(config.witnesses.k, witnesses, store)
+    }
+
+    /// A client over given transports: `(cosigner key, name for logs, transport)` per witness
+    /// (the simulation's in-memory network; [`WitnessClient::new`] builds gRPC ones). The size
+    /// each witness holds is read back from `store`.
+    pub fn with_transports(
+        k: usize,
+        list: Vec<WitnessEndpoint>,
+        store: &Store,
+    ) -> Result<WitnessClient, Error> {
+        let mut witnesses = Vec::new();
+        for (verifier, endpoint, transport) in list {
             let known_size = match store.meta(&size_key(&verifier))? {
                 Some(v) => v.as_slice().try_into().map(u64::from_be_bytes).unwrap_or(0),
                 None => 0,
             };
             witnesses.push(Witness {
                 verifier,
-                endpoint: w.endpoint.clone(),
-                channel,
+                endpoint,
+                transport,
                 state: Mutex::new(State {
                     known_size,
                     failures: 0,
@@ -101,7 +185,7 @@ impl WitnessClient {
             });
         }
         Ok(WitnessClient {
-            k: config.witnesses.k,
+            k,
             witnesses,
             metrics: None,
         })
@@ -120,7 +204,11 @@ impl WitnessClient {
 
     /// Takes `cp` to every witness that is not backing off; returns the checkpoint with the
     /// cosignatures appended if at least K verified.
-    pub async fn witness(&self, node: &Node, cp: &StoredCheckpoint) -> Option<StoredCheckpoint> {
+    pub async fn witness(
+        &self,
+        node: &LogContext,
+        cp: &StoredCheckpoint,
+    ) -> Option<StoredCheckpoint> {
         let body = match accord_proto::note::Note::parse(cp.note.as_bytes()) {
             Ok(n) => n.text().to_string(),
             Err(e) => {
@@ -157,13 +245,14 @@ impl WitnessClient {
 
     async fn ask(
         &self,
-        node: &Node,
+        node: &LogContext,
         w: &Witness,
         cp: &StoredCheckpoint,
         body: &str,
     ) -> Option<NoteSignature> {
         let st = *w.state.lock().ok()?;
-        if st.retry_at.is_some_and(|t| Instant::now() < t) {
+        let now = node.clock.now_ms();
+        if st.retry_at.is_some_and(|t| now < t) {
             return None;
         }
         let mut known = st.known_size;
@@ -171,7 +260,7 @@ impl WitnessClient {
         for _ in 0..3 {
             if known > cp.size {
                 tracing::warn!(witness = %w.endpoint, known, size = cp.size, "witness holds a larger tree than ours");
-                self.failed(w, known);
+                self.failed(w, known, now);
                 return None;
             }
             let proof = if known == 0 {
@@ -190,12 +279,8 @@ impl WitnessClient {
                 consistency_proof: proof.iter().map(|h| h.to_vec().into()).collect(),
                 checkpoint: cp.note.clone(),
             };
-            match WitnessServiceClient::new(w.channel.clone())
-                .add_checkpoint(req)
-                .await
-            {
-                Ok(resp) => {
-                    let text = resp.into_inner().cosignatures;
+            match w.transport.add_checkpoint(req).await {
+                Ok(text) => {
                     let found = text
                         .lines()
                         .filter_map(|l| NoteSignature::parse_line(l).ok())
@@ -211,36 +296,30 @@ impl WitnessClient {
                         }
                         None => {
                             tracing::warn!(witness = %w.endpoint, "witness answered without a valid cosignature");
-                            self.failed(w, known);
+                            self.failed(w, known, now);
                             return None;
                         }
                     }
                 }
-                Err(s) if s.code() == tonic::Code::Aborted => {
-                    let held = s
-                        .metadata()
-                        .get("tlog-size")
-                        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-                    match held {
-                        Some(h) if h != known => known = h,
-                        _ => {
-                            self.failed(w, known);
-                            return None;
-                        }
+                Err(WitnessCall::Conflict(held)) => match held {
+                    Some(h) if h != known => known = h,
+                    _ => {
+                        self.failed(w, known, now);
+                        return None;
                     }
-                }
-                Err(s) => {
-                    tracing::warn!(witness = %w.endpoint, code = ?s.code(), message = s.message(), "add-checkpoint failed");
-                    self.failed(w, known);
+                },
+                Err(WitnessCall::Failed(e)) => {
+                    tracing::warn!(witness = %w.endpoint, error = %e, "add-checkpoint failed");
+                    self.failed(w, known, now);
                     return None;
                 }
             }
         }
-        self.failed(w, known);
+        self.failed(w, known, now);
         None
     }
 
-    fn succeeded(&self, node: &Node, w: &Witness, size: u64) {
+    fn succeeded(&self, node: &LogContext, w: &Witness, size: u64) {
         if let Ok(mut s) = w.state.lock() {
             *s = State {
                 known_size: size,
@@ -257,7 +336,7 @@ impl WitnessClient {
         }
     }
 
-    fn failed(&self, w: &Witness, known: u64) {
+    fn failed(&self, w: &Witness, known: u64, now: i64) {
         if let Some(m) = &self.metrics {
             m.cosignature_failed(w.verifier.name());
         }
@@ -266,8 +345,15 @@ impl WitnessClient {
             s.failures = s.failures.saturating_add(1);
             // 0.5 s, 1 s, 2 s, ... capped at 60 s, with jitter so witnesses are not hit in step.
             let base = 500u64.saturating_mul(1 << s.failures.min(7)).min(60_000);
-            let jitter = rand::random::<u64>() % (base / 4 + 1);
-            s.retry_at = Some(Instant::now() + Duration::from_millis(base / 2 + jitter));
+            // The jitter derives from the witness, the failure count and the time (on the node's
+            // clock), so a simulation on a driven clock replays exactly.
+            let mut h = (now as u64) ^ u64::from(s.failures).rotate_left(32);
+            for b in w.verifier.key_id() {
+                h = h.rotate_left(8) ^ u64::from(b);
+            }
+            h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let jitter = (h >> 11) % (base / 4 + 1);
+            s.retry_at = Some(now.saturating_add((base / 2 + jitter) as i64));
         }
     }
 }
@@ -335,13 +421,10 @@ impl WitnessClient {
                     consistency_proof: proof.iter().map(|h| h.to_vec().into()).collect(),
                     checkpoint: cp.note.clone(),
                 };
-                let text = match WitnessServiceClient::new(w.channel.clone())
-                    .sign_subtree(req)
-                    .await
-                {
-                    Ok(r) => r.into_inner().cosignatures,
+                let text = match w.transport.sign_subtree(req).await {
+                    Ok(t) => t,
                     Err(st) => {
-                        tracing::warn!(witness = %w.endpoint, code = ?st.code(), message = st.message(), "sign-subtree failed");
+                        tracing::warn!(witness = %w.endpoint, error = ?st, "sign-subtree failed");
                         continue;
                     }
                 };

@@ -108,7 +108,7 @@ fn unauthenticated(e: impl Into<Error>) -> Status {
 /// Input bounds for every record of an envelope (issue 8, [`crate::convert::check_idents`]),
 /// before admission: an identifier out of bounds refuses the whole envelope with
 /// InvalidArgument naming `envelope.records[i]....`, and nothing is recorded.
-fn check_envelope_idents(env: &pb::Signed) -> Result<(), Error> {
+pub(crate) fn check_envelope_idents(env: &pb::Signed) -> Result<(), Error> {
     if env.payload_type != ENVELOPE_PAYLOAD_TYPE {
         return Ok(()); // refused by the inbox as malformed
     }

@@ -22,8 +22,13 @@ pub struct LogApi {
 
 /// The service, ready to add to a tonic server.
 pub fn server(node: Arc<Node>) -> LogServiceServer<LogApi> {
+    LogServiceServer::new(api(node))
+}
+
+/// The implementation itself (the simulation calls it without a server: `crate::embed`).
+pub(crate) fn api(node: Arc<Node>) -> LogApi {
     let rules = Arc::new(Visibility::new(&node.config));
-    LogServiceServer::new(LogApi { node, rules })
+    LogApi { node, rules }
 }
 
 fn hashes(v: Vec<[u8; 32]>) -> Vec<prost::bytes::Bytes> {

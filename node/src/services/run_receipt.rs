@@ -38,7 +38,7 @@ pub async fn build(node: &Arc<Node>, r: &kr::Receipt) -> Result<pb::RunReceipt, 
     let size = entries.iter().map(|(_, s, _)| s + 1).max().unwrap_or(0);
     let cp = match node.log.witnessed().filter(|c| c.size >= size) {
         Some(c) => c,
-        None => crate::log::covering(node, size).await?,
+        None => crate::log::covering(&node.fed.checkpoints, size).await?,
     };
     let n = node.clone();
     let cp_size = cp.size;
