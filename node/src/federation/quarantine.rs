@@ -158,20 +158,28 @@ pub(crate) fn missing(
             out.push(*b);
         }
     }
-    let mut same: Vec<(RecordId, Vec<RecordId>)> = unwritten.to_vec();
+    // Every quarantined record of the commitment, and whether it is older than `c` (only older
+    // ones hold `c` back: commitment order).
+    let mut same: Vec<(RecordId, Vec<RecordId>, bool)> = unwritten
+        .iter()
+        .map(|(id, m)| (*id, m.clone(), true))
+        .collect();
     for (qseq, id) in decisions.quarantined_in(&c.record.commitment_id)? {
-        if before.is_some_and(|b| qseq >= b) || id == c.id {
+        if id == c.id {
             continue;
         }
         if let Some(q) = decisions.quarantined(&id)? {
-            same.push((id, q.missing));
+            same.push((id, q.missing, before.is_none_or(|b| qseq < b)));
         }
     }
-    // Those released (transitively) by `c` do not hold it back.
+    // Those released (transitively) by `c` do not hold it back. The chain may run through
+    // records younger than `c` (an older record waits for a basis that arrived after `c` and
+    // itself waits for `c`), so the closure is over all of them; without that, such a chain
+    // is a cycle of waits that only the quarantine timeout breaks.
     let mut releases: HashSet<RecordId> = HashSet::from([c.id]);
     loop {
         let before_len = releases.len();
-        for (id, q) in &same {
+        for (id, q, _) in &same {
             if q.iter().any(|m| releases.contains(m)) {
                 releases.insert(*id);
             }
@@ -180,8 +188,8 @@ pub(crate) fn missing(
             break;
         }
     }
-    for (id, _) in same {
-        if !releases.contains(&id) && !out.contains(&id) {
+    for (id, _, older) in same {
+        if older && !releases.contains(&id) && !out.contains(&id) {
             out.push(id);
         }
     }

@@ -39,6 +39,7 @@ pub(super) async fn envelope(
     let mut receipts_out = a.receipts;
     let mut batch = fed.decisions.batch();
     let mut quarantined = Vec::new();
+    let mut quarantined_commitments = std::collections::BTreeSet::new();
     for Declared {
         decided: d,
         admission_id,
@@ -69,6 +70,7 @@ pub(super) async fn envelope(
         }
         if let Some((c, missing, code)) = d.quarantine {
             quarantined.push(c.id);
+            quarantined_commitments.insert(c.record.commitment_id.clone());
             fed.quarantine.put(
                 &mut batch,
                 &c,
@@ -112,6 +114,14 @@ pub(super) async fn envelope(
     // A basis may have entered the ledger (from this envelope, another peer or a local client)
     // after its waiters were checked and before they were written: look at them once now.
     fed.quarantine.wake(quarantined);
+    // A record just quarantined may close a chain of waits among the records of its commitment
+    // already quarantined (one waiting for a basis that waits for an older one): the older ones
+    // are looked at again, and the one that starts the chain is released (found by the
+    // deterministic simulation: seeds 32, 43, 90).
+    for commitment in &quarantined_commitments {
+        fed.quarantine
+            .wake(fed.decisions.quarantined_in(commitment)?.into_iter().map(|(_, id)| id));
+    }
     tracing::debug!(peer, envelope = %hex::encode(a.env_id), "envelope recorded");
     Ok(response)
 }
