@@ -118,8 +118,9 @@ impl WitnessClient {
         self.k
     }
 
-    /// Takes `cp` to every witness that is not backing off; returns the checkpoint with the
-    /// cosignatures appended if at least K verified.
+    /// Takes `cp` to every witness that is not backing off, all at once (the requests are in
+    /// flight together; the checkpoint waits for the slowest needed, not for their sum);
+    /// returns the checkpoint with the cosignatures appended if at least K verified.
     pub async fn witness(&self, node: &Node, cp: &StoredCheckpoint) -> Option<StoredCheckpoint> {
         let body = match accord_proto::note::Note::parse(cp.note.as_bytes()) {
             Ok(n) => n.text().to_string(),
@@ -248,13 +249,15 @@ impl WitnessClient {
                 retry_at: None,
             };
         }
-        if let Err(e) = node
-            .ledger
-            .store()
-            .put_meta(&size_key(&w.verifier), &size.to_be_bytes())
-        {
-            tracing::warn!(error = %e, "remember witness size");
-        }
+        // The remembered size only spares a round trip after a restart (a wrong one is
+        // corrected by the witness's ABORTED `tlog-size` answer), so its synced write is kept off
+        // the path to `witnessed` and off the async workers (issue 14).
+        let (store, key) = (node.ledger.store().clone(), size_key(&w.verifier));
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = store.put_meta(&key, &size.to_be_bytes()) {
+                tracing::warn!(error = %e, "remember witness size");
+            }
+        });
     }
 
     fn failed(&self, w: &Witness, known: u64) {
