@@ -7,7 +7,8 @@
 # --perf DIR   also records `perf record -e cpu-clock -g` profiles of the node child process(es)
 #              during `bench append` and `bench federation` (hardware cycles are not available on
 #              every VM; cpu-clock is), and writes `perf report --stdio --no-children | head -60`
-#              summaries to DIR/append.txt and DIR/federation.txt (the raw data beside them).
+#              summaries to DIR/append.txt and DIR/federation.txt, flat ones (by thread, by
+#              symbol) to DIR/*.flat.txt, the raw data beside them.
 # --bin DIR    where accordctl, accord-node and accord-witness are (default target/debug; build
 #              them first with `cargo build --workspace --bins`).
 #
@@ -66,7 +67,12 @@ run() {
     kill -INT "$perf_pid" 2>/dev/null || true
     wait "$perf_pid" 2>/dev/null || true
     perf report -i "$perf_dir/$name.data" --stdio --no-children 2>/dev/null | head -60 >"$perf_dir/$name.txt" || true
-    echo "bench $name: profile summary in $perf_dir/$name.txt" >&2
+    # Flat views (call chains take most of the lines above): by thread, and by symbol.
+    { perf report -i "$perf_dir/$name.data" --stdio --no-children -g none --sort comm 2>/dev/null | grep -v '^#' | grep -v '^$'
+      echo
+      perf report -i "$perf_dir/$name.data" --stdio --no-children -g none --sort comm,dso,sym 2>/dev/null | grep -v '^#' | grep -v '^$' | cut -c1-200 | head -60
+    } >"$perf_dir/$name.flat.txt" || true
+    echo "bench $name: profile summaries in $perf_dir/$name.txt and $name.flat.txt" >&2
   fi
   if [ "$status" -ne 0 ]; then
     echo "bench $name failed (exit $status)" >&2

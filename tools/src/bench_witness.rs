@@ -32,6 +32,9 @@ pub struct WitnessArgs {
     /// A short run (under 40 s; CI): 200 checkpoints per origin, Ed25519 only, 20 samples.
     #[arg(long)]
     pub quick: bool,
+    /// Print one JSON object as the last line (same as `--output json`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Which witness keys `bench witness` measures.
@@ -253,7 +256,10 @@ fn quantile(v: &[f64], q: f64) -> f64 {
 }
 
 /// Runs the benchmark.
-pub async fn run(mut a: WitnessArgs, out: crate::output::Output) -> Result<()> {
+pub async fn run(mut a: WitnessArgs, mut out: crate::output::Output) -> Result<()> {
+    if a.json {
+        out = crate::output::Output::Json;
+    }
     if a.quick {
         a.checkpoints = a.checkpoints.min(200);
         a.samples = a.samples.min(20);
