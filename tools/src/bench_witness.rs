@@ -153,7 +153,12 @@ struct ChildWitness {
 impl ChildWitness {
     /// Initialises witness `name` under `root` for the log `origin` (key `log_vkey`), starts it
     /// and reads the gRPC address from its first line (`listening grpc=ADDR http=ADDR`).
-    async fn start(root: &std::path::Path, name: &str, origin: &str, log_vkey: &str) -> Result<Self> {
+    async fn start(
+        root: &std::path::Path,
+        name: &str,
+        origin: &str,
+        log_vkey: &str,
+    ) -> Result<Self> {
         use anyhow::Context;
         use std::io::BufRead;
         let dir = root.join(format!("witness-{name}"));

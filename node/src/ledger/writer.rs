@@ -140,7 +140,10 @@ impl<M: Machine> Writer<M> {
 
     fn commit(&mut self, jobs: &mut Vec<(Vec<Append<M::Input>>, Reply)>) -> Result<(), Error> {
         let now = self.clock.now_ms();
-        let ids: Vec<RecordId> = jobs.iter().flat_map(|(a, _)| a.iter().map(|a| a.id)).collect();
+        let ids: Vec<RecordId> = jobs
+            .iter()
+            .flat_map(|(a, _)| a.iter().map(|a| a.id))
+            .collect();
         let mut existing = self.store.seqs_of(&ids)?.into_iter();
         let (records, ids_cf, tree) = (
             self.store.cf("records")?,

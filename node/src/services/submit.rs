@@ -90,7 +90,11 @@ impl<'n> Pending<'n> {
     /// payload and signatures are shared `Bytes`).
     pub fn check(&mut self) -> Check {
         Check {
-            keys: self.keys.iter().map(|(_, k, i)| ((*k).clone(), *i)).collect(),
+            keys: self
+                .keys
+                .iter()
+                .map(|(_, k, i)| ((*k).clone(), *i))
+                .collect(),
             message: std::mem::take(&mut self.message),
             payload: self.signed.payload.clone(),
             signatures: self.signed.signatures.clone(),

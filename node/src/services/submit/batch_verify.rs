@@ -228,8 +228,8 @@ mod tests {
     /// its error names the signature.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_requests_get_their_own_verdicts() {
-        let signer = Signer::from_signing_key("a.example/p", SigningKey::from_bytes(&[7; 32]))
-            .unwrap();
+        let signer =
+            Signer::from_signing_key("a.example/p", SigningKey::from_bytes(&[7; 32])).unwrap();
         let v = Arc::new(BatchVerifier::start(2, 16).unwrap());
         let mut calls = Vec::new();
         for r in 0..40u32 {
@@ -265,7 +265,10 @@ mod tests {
         // The thread lets go of the shared state once it sees the queue closed.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while shared.upgrade().is_some() {
-            assert!(std::time::Instant::now() < deadline, "verifier thread still running");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "verifier thread still running"
+            );
             tokio::task::yield_now().await;
             std::thread::yield_now();
         }
