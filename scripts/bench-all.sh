@@ -50,7 +50,14 @@ run() {
     local pids="" deadline=$((SECONDS + 120))
     while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do
       pids=$(pgrep -P "$pid" -x accord-node | paste -sd, - || true)
-      [ -n "$pids" ] && [ "$(echo "$pids" | tr ',' '\n' | wc -l)" -ge "$expect" ] && break
+      # perf -p follows only the threads that exist when it attaches: wait until each node has
+      # started its verifier threads (its last, once the ledger writer and runtime are up).
+      local ready=0 p
+      for p in ${pids//,/ }; do
+        grep -qx 'verify-0' /proc/"$p"/task/*/comm 2>/dev/null && ready=$((ready + 1))
+      done
+      [ "$ready" -ge "$expect" ] && break
+      pids=""
       sleep 0.1
     done
     if [ -n "$pids" ]; then
