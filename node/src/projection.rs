@@ -126,6 +126,24 @@ impl Projection {
             .collect()
     }
 
+    /// At most `limit` commitments after `after` (id order): a bounded piece of
+    /// [`Projection::commitments_after`], for scans that let go of the read lock between pieces
+    /// so the ledger writer's publish never waits for a whole scan (issue 14).
+    pub fn commitments_after_limit(&self, after: &str, limit: usize) -> Vec<Arc<k::Commitment>> {
+        use std::ops::Bound;
+        let from = if after.is_empty() {
+            Bound::Unbounded
+        } else {
+            Bound::Excluded(after.to_string())
+        };
+        self.commitments
+            .0
+            .range((from, Bound::Unbounded))
+            .take(limit)
+            .map(|(_, c)| c.clone())
+            .collect()
+    }
+
     /// A party's attention list from `after_sequence` (exclusive when `Some`), in ledger order.
     pub fn attention(&self, who: &k::Party, after_sequence: Option<u64>) -> &[Attention] {
         let list = self.attention.get(who).map(Vec::as_slice).unwrap_or(&[]);

@@ -68,6 +68,28 @@ fn quick_benches_print_their_json() {
             "records",
         ],
     );
+    let v = last_json(&[
+        "bench",
+        "witness",
+        "--quick",
+        "--json",
+        "--checkpoints",
+        "50",
+        "--origins",
+        "3",
+        "--samples",
+        "5",
+    ]);
+    numbers(
+        &v,
+        &[
+            "add_checkpoint_per_s_one_origin",
+            "add_checkpoint_per_s_many_origins",
+            "recorded_to_witnessed_p50_ms",
+            "recorded_to_witnessed_p99_ms",
+        ],
+    );
+    assert!(v["recorded_to_witnessed_p99_ms"].as_f64().unwrap() > 0.0);
     let v = last_json(&["bench", "log", "--quick", "--json", "--proofs", "100"]);
     numbers(
         &v,

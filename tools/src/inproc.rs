@@ -222,16 +222,6 @@ pub struct InProcWitness {
 }
 
 impl InProcWitness {
-    /// Creates a witness `name` under `root` that witnesses the log `origin` (key `log_vkey`).
-    pub async fn start(
-        root: &std::path::Path,
-        name: &str,
-        origin: &str,
-        log_vkey: &str,
-    ) -> Result<InProcWitness> {
-        Self::start_for(root, name, &[(origin, log_vkey)]).await
-    }
-
     /// Creates a witness `name` under `root` for several logs (origin, log vkey).
     pub async fn start_for(
         root: &std::path::Path,

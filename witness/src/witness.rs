@@ -452,7 +452,7 @@ impl Commit {
             cosignature: cosignature.clone(),
             timestamp,
         };
-        self.store.put_checkpoint(&cp.origin, &latest)?;
+        self.store.commit_checkpoint(&cp.origin, &latest)?;
         self.slot.size.store(cp.size, Ordering::SeqCst);
         *held = Some(latest);
         drop(self.permits);

@@ -141,3 +141,85 @@ fn consistency_rules() {
     assert!(check_consistency(5, &t.root(), &cp(5, t.root()), &[]).is_ok());
     assert!(check_consistency(5, &t.root(), &cp(5, [1; 32]), &[]).is_err());
 }
+
+/// Many origins adding checkpoints at once (group-committed together): every origin's
+/// checkpoints are accepted in order, a stale `old_size` is refused (per-origin monotonicity),
+/// and after a reopen each origin holds its largest checkpoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_origins_stay_monotonic_per_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = rand::rngs::OsRng;
+    let logs: Vec<(String, Signer)> = (0..6)
+        .map(|i| {
+            let origin = format!("example.com/log{i}");
+            let s = Signer::generate(&origin, &mut rng).unwrap();
+            (origin, s)
+        })
+        .collect();
+    let options = |cosigner: Cosigner| WitnessOptions {
+        data_dir: dir.path().to_owned(),
+        cosigners: vec![cosigner],
+        logs: logs
+            .iter()
+            .map(|(o, s)| LogConfig::from_verifiers(o, vec![s.verifier()]).unwrap())
+            .collect(),
+        limits: Limits::default(),
+        clock: Arc::new(ManualClock::new(1_000)),
+    };
+    let cosigner = Cosigner::generate("w", &mut rng).unwrap();
+    let w = Arc::new(Witness::open(options(cosigner.clone())).unwrap());
+    let tasks: Vec<_> = logs
+        .iter()
+        .cloned()
+        .map(|(origin, log)| {
+            let w = w.clone();
+            tokio::spawn(async move {
+                let mut t = MemoryTree::new();
+                let mut held = 0;
+                for step in 0..12u8 {
+                    for i in 0..3 {
+                        t.push(leaf_hash(&[step, i])).unwrap();
+                    }
+                    let proof = accord_proto::merkle::consistency_proof(&t, held, t.size()).unwrap();
+                    let note = Checkpoint::new(&origin, t.size(), t.root()).sign(&log).unwrap();
+                    let req = AddCheckpoint {
+                        old_size: held,
+                        proof: proof.clone(),
+                        checkpoint: note.clone(),
+                    };
+                    let c = w.add_checkpoint(req).await.unwrap();
+                    assert_eq!(c.size, t.size());
+                    // The same request again: its old size is no longer what the witness holds.
+                    let again = w
+                        .add_checkpoint(AddCheckpoint {
+                            old_size: held,
+                            proof,
+                            checkpoint: note,
+                        })
+                        .await;
+                    if held != t.size() {
+                        assert!(
+                            matches!(again, Err(Error::SizeMismatch { held: h, .. }) if h == t.size()),
+                            "{again:?}"
+                        );
+                    }
+                    held = t.size();
+                }
+                (origin, held)
+            })
+        })
+        .collect();
+    let mut finals = Vec::new();
+    for t in tasks {
+        finals.push(t.await.unwrap());
+    }
+    for (origin, size) in &finals {
+        assert_eq!(w.latest(origin).await.unwrap().unwrap().size, *size);
+    }
+    w.flush().unwrap();
+    drop(w);
+    let w = Witness::open(options(cosigner)).unwrap();
+    for (origin, size) in &finals {
+        assert_eq!(w.latest(origin).await.unwrap().unwrap().size, *size);
+    }
+}

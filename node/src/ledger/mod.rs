@@ -35,8 +35,14 @@ pub struct Append<I> {
     pub input: I,
 }
 
+/// One message into the writer: every record of one request (or federation envelope), answered
+/// together once the group commit that holds them is synced (issue 14: one channel message per
+/// request, not per record).
 pub(crate) enum Job<I> {
-    Append(Box<Append<I>>, oneshot::Sender<Result<AppendResult, Error>>),
+    Append(
+        Vec<Append<I>>,
+        oneshot::Sender<Vec<Result<AppendResult, Error>>>,
+    ),
     Stop,
 }
 
@@ -132,15 +138,34 @@ impl<I: Send + 'static> Ledger<I> {
 
     /// Appends one record; resolves once it is durable (or was already in the ledger).
     pub async fn append(&self, a: Append<I>) -> Result<AppendResult, Error> {
+        self.append_many(vec![a])
+            .await
+            .pop()
+            .unwrap_or(Err(Error::LedgerStopped))
+    }
+
+    /// Appends several records in one message to the writer (in this order, in as few group
+    /// commits as the writer's `max_batch` allows); resolves, with one result per record in the
+    /// same order, once all of them are durable (or were already in the ledger).
+    pub async fn append_many(&self, appends: Vec<Append<I>>) -> Vec<Result<AppendResult, Error>> {
+        if appends.is_empty() {
+            return Vec::new();
+        }
+        let n = appends.len();
+        let stopped = || (0..n).map(|_| Err(Error::LedgerStopped)).collect();
         let started = std::time::Instant::now();
         let (tx, rx) = oneshot::channel();
-        self.tx
-            .send(Job::Append(Box::new(a), tx))
-            .await
-            .map_err(|_| Error::LedgerStopped)?;
-        let r = rx.await.map_err(|_| Error::LedgerStopped)?;
+        if self.tx.send(Job::Append(appends, tx)).await.is_err() {
+            return stopped();
+        }
+        let Ok(r) = rx.await else {
+            return stopped();
+        };
         if let Some(m) = self.metrics.get() {
-            m.append_latency(started.elapsed());
+            let elapsed = started.elapsed();
+            for _ in 0..n {
+                m.append_latency(elapsed);
+            }
         }
         r
     }

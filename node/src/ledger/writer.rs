@@ -56,7 +56,7 @@ pub(super) struct Writer<M: Machine> {
     fail_writes: Arc<std::sync::atomic::AtomicBool>,
 }
 
-type Reply = oneshot::Sender<Result<AppendResult, Error>>;
+type Reply = oneshot::Sender<Vec<Result<AppendResult, Error>>>;
 
 impl<M: Machine> Writer<M> {
     pub(super) fn new(
@@ -99,16 +99,22 @@ impl<M: Machine> Writer<M> {
     }
 
     pub(super) fn run(mut self, mut rx: mpsc::Receiver<Job<M::Input>>) {
-        let mut jobs = Vec::with_capacity(self.max_batch);
+        let mut jobs: Vec<(Vec<Append<M::Input>>, Reply)> = Vec::new();
         let mut stop = false;
         while let Some(first) = rx.blocking_recv() {
+            // Group commit: everything queued now, up to `max_batch` records (a request larger
+            // than that is still committed whole).
+            let mut records = 0;
             let mut next = Some(first);
             while let Some(j) = next.take() {
                 match j {
                     Job::Stop => stop = true,
-                    append => jobs.push(append),
+                    Job::Append(a, reply) => {
+                        records += a.len();
+                        jobs.push((a, reply));
+                    }
                 }
-                if jobs.len() < self.max_batch && !stop {
+                if records < self.max_batch && !stop {
                     next = rx.try_recv().ok();
                 }
             }
@@ -119,8 +125,8 @@ impl<M: Machine> Writer<M> {
             if stop || failed.is_some() {
                 rx.close();
                 while let Ok(j) = rx.try_recv() {
-                    if let Job::Append(_, reply) = j {
-                        let _ = reply.send(Err(Error::LedgerStopped));
+                    if let Job::Append(a, reply) = j {
+                        let _ = reply.send(a.iter().map(|_| Err(Error::LedgerStopped)).collect());
                     }
                 }
                 break;
@@ -132,83 +138,82 @@ impl<M: Machine> Writer<M> {
         tracing::info!(records = self.next, "ledger writer stopped");
     }
 
-    fn commit(&mut self, jobs: &mut Vec<Job<M::Input>>) -> Result<(), Error> {
+    fn commit(&mut self, jobs: &mut Vec<(Vec<Append<M::Input>>, Reply)>) -> Result<(), Error> {
         let now = self.clock.now_ms();
         let ids: Vec<RecordId> = jobs
             .iter()
-            .map(|j| match j {
-                Job::Append(a, _) => a.id,
-                Job::Stop => [0; 32],
-            })
+            .flat_map(|(a, _)| a.iter().map(|a| a.id))
             .collect();
-        let existing = self.store.seqs_of(&ids)?;
+        let mut existing = self.store.seqs_of(&ids)?.into_iter();
         let (records, ids_cf, tree) = (
             self.store.cf("records")?,
             self.store.cf("ids")?,
             self.store.cf("tree")?,
         );
         let mut batch = WriteBatch::default();
-        let mut replies: Vec<(Reply, Result<AppendResult, Error>)> = Vec::with_capacity(jobs.len());
+        let mut replies: Vec<(Reply, Vec<Result<AppendResult, Error>>)> =
+            Vec::with_capacity(jobs.len());
         let mut in_batch: HashMap<RecordId, AppendResult> = HashMap::new();
-        for (job, old) in jobs.drain(..).zip(existing) {
-            let Job::Append(a, reply) = job else { continue };
-            if let Some(seq) = old {
-                let r = match self.store.get(seq) {
-                    Ok(Some(e)) => Ok(AppendResult {
-                        sequence: seq,
-                        outcome: e.outcome.unwrap_or_default(),
-                        duplicate: true,
-                        recorded_at: e.recorded_at_unix_ms,
-                    }),
-                    Ok(None) => Err(Error::Storage(format!(
-                        "id index points at missing sequence {seq}"
-                    ))),
-                    Err(e) => Err(e),
-                };
-                replies.push((reply, r));
-                continue;
-            }
-            if let Some(r) = in_batch.get(&a.id) {
-                replies.push((
-                    reply,
-                    Ok(AppendResult {
+        let mut answered = 0;
+        for (appends, reply) in jobs.drain(..) {
+            let mut results = Vec::with_capacity(appends.len());
+            for a in appends {
+                answered += 1;
+                let old = existing.next().flatten();
+                if let Some(seq) = old {
+                    let r = match self.store.get(seq) {
+                        Ok(Some(e)) => Ok(AppendResult {
+                            sequence: seq,
+                            outcome: e.outcome.unwrap_or_default(),
+                            duplicate: true,
+                            recorded_at: e.recorded_at_unix_ms,
+                        }),
+                        Ok(None) => Err(Error::Storage(format!(
+                            "id index points at missing sequence {seq}"
+                        ))),
+                        Err(e) => Err(e),
+                    };
+                    results.push(r);
+                    continue;
+                }
+                if let Some(r) = in_batch.get(&a.id) {
+                    results.push(Ok(AppendResult {
                         duplicate: true,
                         ..r.clone()
-                    }),
-                ));
-                continue;
+                    }));
+                    continue;
+                }
+                let Append { id, signed, input } = a;
+                let seq = self.next;
+                let outcome = self.machine.apply(seq, &id, &input, now);
+                // The record is encoded once: the leaf hash and the stored entry share the bytes.
+                let leaf = signed.encode_to_vec();
+                let lh = leaf_hash(&leaf);
+                let completed = self
+                    .range
+                    .push(lh)
+                    .map_err(|e| Error::Internal(format!("tree: {e}")));
+                // Level 0 (the leaf) and every perfect subtree it completes.
+                for (level, index, hash) in completed? {
+                    batch.put_cf(tree, tree_key(level, index), hash);
+                }
+                batch.put_cf(
+                    records,
+                    seq.to_be_bytes(),
+                    encode_entry(seq, &id, &leaf, now, &outcome),
+                );
+                batch.put_cf(ids_cf, id, seq.to_be_bytes());
+                self.next += 1;
+                let r = AppendResult {
+                    sequence: seq,
+                    outcome,
+                    duplicate: false,
+                    recorded_at: now,
+                };
+                in_batch.insert(id, r.clone());
+                results.push(Ok(r));
             }
-            let Append { id, signed, input } = *a;
-            let seq = self.next;
-            let outcome = self.machine.apply(seq, &id, &input, now);
-            let leaf = signed.encode_to_vec();
-            let lh = leaf_hash(&leaf);
-            let completed = self
-                .range
-                .push(lh)
-                .map_err(|e| Error::Internal(format!("tree: {e}")));
-            // Level 0 (the leaf) and every perfect subtree it completes.
-            for (level, index, hash) in completed? {
-                batch.put_cf(tree, tree_key(level, index), hash);
-            }
-            let entry = LedgerEntry {
-                sequence: seq,
-                record_id: id.to_vec().into(),
-                record: Some(signed),
-                recorded_at_unix_ms: now,
-                outcome: Some(outcome.clone()),
-            };
-            batch.put_cf(records, seq.to_be_bytes(), entry.encode_to_vec());
-            batch.put_cf(ids_cf, id, seq.to_be_bytes());
-            self.next += 1;
-            let r = AppendResult {
-                sequence: seq,
-                outcome,
-                duplicate: false,
-                recorded_at: now,
-            };
-            in_batch.insert(id, r.clone());
-            replies.push((reply, Ok(r)));
+            replies.push((reply, results));
         }
         if !batch.is_empty() {
             let mut wo = WriteOptions::default();
@@ -227,8 +232,8 @@ impl<M: Machine> Writer<M> {
                 "group commit"
             );
             if let Err(e) = written {
-                for (reply, _) in replies {
-                    let _ = reply.send(Err(Error::LedgerStopped));
+                for (reply, results) in replies {
+                    let _ = reply.send(results.iter().map(|_| Err(Error::LedgerStopped)).collect());
                 }
                 return Err(e);
             }
@@ -237,11 +242,81 @@ impl<M: Machine> Writer<M> {
             self.len_tx.send_replace(self.next);
         }
         if let Some(m) = self.metrics.get() {
-            m.group_commit(in_batch.len(), replies.len() - in_batch.len());
+            m.group_commit(in_batch.len(), answered - in_batch.len());
         }
-        for (reply, r) in replies {
-            let _ = reply.send(r);
+        for (reply, results) in replies {
+            let _ = reply.send(results);
         }
         Ok(())
+    }
+}
+
+/// `LedgerEntry { sequence, record_id, record, recorded_at_unix_ms, outcome }` encoded with the
+/// record's bytes already at hand (`leaf`, the encoded `SignedRecord`), so the record is not
+/// encoded a second time. Byte for byte what `LedgerEntry::encode_to_vec` gives (prost writes
+/// fields in number order and skips default scalars; `entry_encoding_matches_prost` checks it).
+fn encode_entry(seq: u64, id: &RecordId, leaf: &[u8], now: i64, outcome: &Outcome) -> Vec<u8> {
+    use prost::encoding::{self, WireType};
+    let mut out = Vec::with_capacity(leaf.len() + 128);
+    if seq != 0 {
+        encoding::uint64::encode(1, &seq, &mut out);
+    }
+    encoding::bytes::encode(2, &id.to_vec(), &mut out);
+    encoding::encode_key(3, WireType::LengthDelimited, &mut out);
+    encoding::encode_varint(leaf.len() as u64, &mut out);
+    out.extend_from_slice(leaf);
+    if now != 0 {
+        encoding::int64::encode(4, &now, &mut out);
+    }
+    encoding::message::encode(5, outcome, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use accord_proto::pb::record::v1::{Signature, SignedRecord};
+
+    #[test]
+    fn entry_encoding_matches_prost() {
+        let signed = SignedRecord {
+            payload_type: "application/vnd.accord.record.v1+protobuf".into(),
+            payload: vec![1, 2, 3, 0, 255].into(),
+            signatures: vec![Signature {
+                key_name: "k".into(),
+                key_id: vec![1, 2, 3, 4].into(),
+                signature: vec![7; 64].into(),
+            }],
+        };
+        let leaf = signed.encode_to_vec();
+        for (seq, now, outcome) in [
+            (0, 0, Outcome::default()),
+            (
+                7,
+                1_700_000_000_000,
+                Outcome {
+                    applied: true,
+                    ..Default::default()
+                },
+            ),
+            (u64::MAX, -5, Outcome::default()),
+        ] {
+            let id = [seq as u8; 32];
+            let entry = LedgerEntry {
+                sequence: seq,
+                record_id: id.to_vec().into(),
+                record: Some(signed.clone()),
+                recorded_at_unix_ms: now,
+                outcome: Some(outcome.clone()),
+            };
+            assert_eq!(
+                encode_entry(seq, &id, &leaf, now, &outcome),
+                entry.encode_to_vec()
+            );
+            assert_eq!(
+                LedgerEntry::decode(&encode_entry(seq, &id, &leaf, now, &outcome)[..]).unwrap(),
+                entry
+            );
+        }
     }
 }

@@ -202,8 +202,9 @@ impl WitnessClient {
         self.k
     }
 
-    /// Takes `cp` to every witness that is not backing off; returns the checkpoint with the
-    /// cosignatures appended if at least K verified.
+    /// Takes `cp` to every witness that is not backing off, all at once (the requests are in
+    /// flight together; the checkpoint waits for the slowest needed, not for their sum);
+    /// returns the checkpoint with the cosignatures appended if at least K verified.
     pub async fn witness(
         &self,
         node: &LogContext,
@@ -327,11 +328,15 @@ impl WitnessClient {
                 retry_at: None,
             };
         }
-        if let Err(e) = node
-            .ledger
-            .store()
-            .put_meta(&size_key(&w.verifier), &size.to_be_bytes())
-        {
+        // The remembered size only spares a round trip after a restart (a wrong one is
+        // corrected by the witness's ABORTED `tlog-size` answer). Its synced write runs off the
+        // async workers (issue 14) but is awaited, so the witnesses' answers, which are joined
+        // on one task, do not queue behind each other's fsync and a simulated crash (accord-sim)
+        // never races it.
+        let (store, key) = (node.ledger.store().clone(), size_key(&w.verifier));
+        let wrote =
+            tokio::task::spawn_blocking(move || store.put_meta(&key, &size.to_be_bytes())).await;
+        if let Ok(Err(e)) = wrote {
             tracing::warn!(error = %e, "remember witness size");
         }
     }

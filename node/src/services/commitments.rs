@@ -16,6 +16,9 @@ use std::sync::Arc;
 pub const DEFAULT_PAGE: usize = 100;
 /// Largest page a client may ask for.
 pub const MAX_PAGE: usize = 1000;
+/// Commitments visited per hold of the projection's read lock by `ListCommitments` and
+/// `WatchCommitments` ([`Filter::scan`]).
+pub const SCAN_CHUNK: usize = 256;
 
 /// A validated `ListCommitmentsRequest` filter.
 #[derive(Debug, Clone)]
@@ -105,28 +108,45 @@ impl Filter {
         })
     }
 
-    /// The commitments after `after` (id order) that the reader (and the party asked about)
-    /// may read, as handles taken under one short read lock.
-    pub fn candidates(
+    /// Every commitment after `after` (id order) that the reader (and the party asked about)
+    /// may read, handed to `f` in chunks of at most `chunk` visited commitments; stops when `f`
+    /// returns false. The projection's read lock is held only while one chunk is gathered and
+    /// is free while `f` runs, so a scan over 10^5 commitments never holds off the ledger
+    /// writer's publish for longer than one chunk (issue 14, "nothing stalls the writer").
+    pub fn scan(
         &self,
         node: &Node,
         rules: &Visibility,
         after: &str,
-    ) -> Result<Vec<Arc<k::Commitment>>, Error> {
-        let p = node
-            .projection
-            .read()
-            .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
-        let all = p.commitments_after(after);
-        Ok(all
-            .into_iter()
-            .filter(|c| {
-                [&self.reader, &self.needs]
+        chunk: usize,
+        mut f: impl FnMut(Vec<Arc<k::Commitment>>) -> bool,
+    ) -> Result<(), Error> {
+        let mut cursor = after.to_string();
+        loop {
+            let (visible, last) = {
+                let p = node
+                    .projection
+                    .read()
+                    .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
+                let piece = p.commitments_after_limit(&cursor, chunk.max(1));
+                let last = piece.last().map(|c| c.id.clone());
+                let visible: Vec<_> = piece
                     .into_iter()
-                    .flatten()
-                    .all(|who| rules.may_read(&p, who, &c.id))
-            })
-            .collect())
+                    .filter(|c| {
+                        [&self.reader, &self.needs]
+                            .into_iter()
+                            .flatten()
+                            .all(|who| rules.may_read(&p, who, &c.id))
+                    })
+                    .collect();
+                (visible, last)
+            };
+            let Some(last) = last else { return Ok(()) };
+            if !visible.is_empty() && !f(visible) {
+                return Ok(());
+            }
+            cursor = last;
+        }
     }
 
     /// The summary of `c` at `now` if it passes the filter.
@@ -202,17 +222,20 @@ pub fn page(
     let now = node.clock.now_ms();
     let mut out = pb::ListCommitmentsResponse::default();
     let mut last = None;
-    for c in filter.candidates(node, rules, &after)? {
-        if out.commitments.len() == size {
-            // More remain: the next page starts after the last one returned.
-            out.next_page_token = last.map(|l: String| token_of(&l)).unwrap_or_default();
-            break;
+    filter.scan(node, rules, &after, SCAN_CHUNK, |chunk| {
+        for c in chunk {
+            if out.commitments.len() == size {
+                // More remain: the next page starts after the last one returned.
+                out.next_page_token = last.as_deref().map(token_of).unwrap_or_default();
+                return false;
+            }
+            last = Some(c.id.clone());
+            if let Some(s) = filter.summary(&c, now) {
+                out.commitments.push(s);
+            }
         }
-        last = Some(c.id.clone());
-        if let Some(s) = filter.summary(&c, now) {
-            out.commitments.push(s);
-        }
-    }
+        true
+    })?;
     Ok(out)
 }
 
@@ -237,11 +260,13 @@ pub async fn watch(
             let (node, rules, filter) = (node.clone(), rules.clone(), filter.clone());
             tokio::task::spawn_blocking(move || {
                 let now = node.clock.now_ms();
-                filter.candidates(&node, &rules, "").map(|cs| {
-                    cs.iter()
-                        .filter_map(|c| filter.summary(c, now))
-                        .collect::<Vec<_>>()
-                })
+                let mut summaries = Vec::new();
+                filter
+                    .scan(&node, &rules, "", SCAN_CHUNK, |chunk| {
+                        summaries.extend(chunk.iter().filter_map(|c| filter.summary(c, now)));
+                        true
+                    })
+                    .map(|()| summaries)
             })
             .await
         };
@@ -273,5 +298,99 @@ pub async fn watch(
             r = len.changed() => if r.is_err() { return },
             _ = tick.tick() => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Clock;
+    use crate::ledger::Append;
+    use accord_proto::pb::record::v1 as rec;
+    use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
+
+    fn request(commitment: &str) -> rec::Record {
+        rec::Record {
+            author: Some(rec::PartyRef {
+                organisation: "acme".into(),
+                name: "alice".into(),
+            }),
+            declared_at_unix_ms: 1,
+            commitment_id: commitment.into(),
+            operation: Some(rec::record::Operation::Request(rec::Request {
+                candidate: Some(rec::PartyRef {
+                    organisation: "acme".into(),
+                    name: "bob".into(),
+                }),
+                terms: Some(rec::Terms {
+                    title: "t".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })),
+            ..Default::default()
+        }
+    }
+
+    fn append_of(node: &Node, r: &rec::Record) -> Append<k::Record> {
+        // The node key speaks for any party of its organisation.
+        let signed = signing::sign_record(&node.signer, r);
+        let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
+        let input = crate::convert::record_from_pb(id, r).unwrap();
+        Append { id, signed, input }
+    }
+
+    /// A long scan lets go of the projection's lock between chunks: while the scan is under way
+    /// the writer takes the lock, an append is published, and the scan goes on to see it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_long_scan_does_not_hold_off_the_writer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let made = crate::init::init(&crate::init::InitOptions {
+            dir: tmp.path().join("acme"),
+            name: "acme".into(),
+            parties: vec!["alice".into(), "bob".into()],
+            listen: "127.0.0.1:0".into(),
+        })
+        .unwrap();
+        let config = crate::config::Config::load(&made.config).unwrap();
+        let (clock, _manual) = Clock::manual(1_000);
+        let node = crate::node::open(config, clock).await.unwrap().node;
+        let appends = (0..6)
+            .map(|i| append_of(&node, &request(&format!("c-{i}"))))
+            .collect();
+        for r in node.ledger.append_many(appends).await {
+            assert!(r.unwrap().outcome.applied);
+        }
+        let rules = Visibility::new(&node.config);
+        let filter = Filter {
+            category: None,
+            flag: None,
+            needs: None,
+            reader: None,
+        };
+        let n = node.clone();
+        let handle = tokio::runtime::Handle::current();
+        let seen = tokio::task::spawn_blocking(move || {
+            let mut seen = Vec::new();
+            filter
+                .scan(&n, &rules, "", 2, |chunk| {
+                    // The lock is free while the scan works on a chunk ...
+                    assert!(n.projection.try_write().is_ok(), "scan holds the lock");
+                    if seen.is_empty() {
+                        // ... so the writer's publish goes through mid-scan.
+                        let r = handle
+                            .block_on(n.ledger.append(append_of(&n, &request("c-9"))))
+                            .unwrap();
+                        assert!(r.outcome.applied);
+                    }
+                    seen.extend(chunk.iter().map(|c| c.id.clone()));
+                    true
+                })
+                .unwrap();
+            seen
+        })
+        .await
+        .unwrap();
+        assert_eq!(seen, ["c-0", "c-1", "c-2", "c-3", "c-4", "c-5", "c-9"]);
     }
 }

@@ -4,12 +4,16 @@
 //!
 //! 1. [`Pending::new`]: the envelope of the record — payload type, a payload, signatures — and
 //!    which of this organisation's keys each signature names. Nothing is verified yet.
-//! 2. the signatures, one by one ([`Pending::verify`]) or for many records at once
-//!    ([`verify_all`]); a batch that fails is checked record by record, so one bad record never
-//!    fails the others and each error names its own signature.
+//! 2. the signatures, for many records at once (through [`BatchVerifier`], which checks the signatures of every concurrent `Submit` and
+//!    `SubmitBatch` call with one `verify_batch`); a batch that fails is checked record by
+//!    record, so one bad record never fails the others and each error names its own signature.
 //! 3. [`Pending::finish`]: the payload is decoded only after its signatures verified (DESIGN.md:
 //!    signatures are checked over the bytes received before anything is decoded), and its author
 //!    must be the party whose key signed it (any party of this organisation, for the node key).
+
+mod batch_verify;
+
+pub use batch_verify::{BatchVerifier, Check};
 
 use crate::error::Error;
 use crate::ledger::{Append, AppendResult};
@@ -26,8 +30,10 @@ pub struct Pending<'n> {
     /// Per known signature: the party it speaks for (`None` = the node key: any party), its key,
     /// and its index in `signed.signatures`.
     keys: Vec<(Option<&'n str>, &'n Verifier, usize)>,
-    /// PAE(payload_type, payload): the signed message.
+    /// PAE(payload_type, payload): the signed message (moved out by [`Pending::check`]).
     message: Vec<u8>,
+    /// SHA-256 of the message: the record id.
+    id: RecordId,
 }
 
 impl<'n> Pending<'n> {
@@ -70,25 +76,29 @@ impl<'n> Pending<'n> {
             ));
         }
         let message = signing::pae(RECORD_PAYLOAD_TYPE, &signed.payload);
+        // signing::record_id, without building the PAE a second time.
+        let id = <sha2::Sha256 as sha2::Digest>::digest(&message).into();
         Ok(Pending {
             signed,
             keys,
             message,
+            id,
         })
     }
 
-    /// Step 2, alone: verifies every matched signature.
-    pub fn verify(&self) -> Result<(), Error> {
-        for (_, k, i) in &self.keys {
-            signing::verify(
-                k,
-                RECORD_PAYLOAD_TYPE,
-                &self.signed.payload,
-                &self.signed.signatures[*i],
-            )
-            .map_err(|e| Error::BadSignature(format!("record.signatures[{i}]: {e}")))?;
+    /// Step 2 by a [`BatchVerifier`]: what it needs to check, owned (the message moves out; the
+    /// payload and signatures are shared `Bytes`).
+    pub fn check(&mut self) -> Check {
+        Check {
+            keys: self
+                .keys
+                .iter()
+                .map(|(_, k, i)| ((*k).clone(), *i))
+                .collect(),
+            message: std::mem::take(&mut self.message),
+            payload: self.signed.payload.clone(),
+            signatures: self.signed.signatures.clone(),
         }
-        Ok(())
     }
 
     /// Step 3: decodes the payload and binds its author to the signing keys.
@@ -123,36 +133,8 @@ impl<'n> Pending<'n> {
                 author.organisation, author.name
             )));
         }
-        let id = signing::record_id(RECORD_PAYLOAD_TYPE, &self.signed.payload);
-        Ok((id, record, self.signed))
+        Ok((self.id, record, self.signed))
     }
-}
-
-/// Checks a signed record from one of this organisation's parties (steps 1–3, signatures one by
-/// one). Nothing is written; any failure names the field.
-pub fn verify_local(
-    node: &Node,
-    signed: SignedRecord,
-) -> Result<(RecordId, Record, SignedRecord), Error> {
-    let p = Pending::new(node, signed)?;
-    p.verify()?;
-    p.finish(node)
-}
-
-/// Step 2 for many records: one Ed25519 batch verification over every matched signature of every
-/// pending record. When the batch fails, each record is verified alone, so the answer for each
-/// is exactly what [`Pending::verify`] says.
-pub fn verify_all(pending: &[Pending<'_>]) -> Vec<Result<(), Error>> {
-    let mut items: Vec<(&Verifier, &[u8], &[u8])> = Vec::new();
-    for p in pending {
-        for (_, k, i) in &p.keys {
-            items.push((k, &p.message, &p.signed.signatures[*i].signature));
-        }
-    }
-    if signing::verify_batch(&items).is_ok() {
-        return pending.iter().map(|_| Ok(())).collect();
-    }
-    pending.iter().map(Pending::verify).collect()
 }
 
 /// Records one checked record: converts it to the kernel's form at the edge and appends it.
@@ -195,11 +177,30 @@ fn record_error(e: Error) -> pb::SubmitResult {
     }
 }
 
-/// `SubmitBatch`: every record checked (signatures batch-verified off the async workers), the
-/// good ones appended together — the writer takes them into as few group commits as it can — and
-/// each answered after its synced write.
+/// `Submit`: the record's signatures join the pending set of [`BatchVerifier`] (verified together
+/// with those of every concurrent call), then the record is appended and answered once synced.
+pub async fn submit_one(
+    node: &Node,
+    verifier: &BatchVerifier,
+    signed: SignedRecord,
+) -> Result<pb::SubmitResponse, Error> {
+    let mut p = Pending::new(node, signed)?;
+    verifier
+        .verify(vec![p.check()])
+        .await
+        .pop()
+        .unwrap_or_else(|| Err(Error::Internal("no verdict".into())))?;
+    let (id, record, signed) = p.finish(node)?;
+    tracing::Span::current().record("record_id", hex::encode(id));
+    append(node, signed, record, id).await
+}
+
+/// `SubmitBatch`: every record checked (its signatures verified by the [`BatchVerifier`] in one
+/// set, together with concurrent calls), the good ones sent to the writer in one message — it
+/// takes them into as few group commits as it can — and each answered after its synced write.
 pub async fn submit_batch(
-    node: std::sync::Arc<Node>,
+    node: &Node,
+    verifier: &BatchVerifier,
     records: Vec<SignedRecord>,
 ) -> Result<pb::SubmitBatchResponse, Error> {
     let max = node.config.limits.max_batch_records;
@@ -209,52 +210,57 @@ pub async fn submit_batch(
             format!("{} records; at most {max} in one batch", records.len()),
         ));
     }
-    let n = node.clone();
-    // Signature checks are CPU work: keep them off the async workers.
-    let checked = tokio::task::spawn_blocking(move || {
-        let mut slots: Vec<Result<Option<Pending<'_>>, Error>> = Vec::with_capacity(records.len());
-        for signed in records {
-            slots.push(Pending::new(&n, signed).map(Some));
-        }
-        let pending: Vec<Pending<'_>> = slots
-            .iter_mut()
-            .filter_map(|s| s.as_mut().ok().and_then(Option::take))
-            .collect();
-        let mut verdicts = verify_all(&pending).into_iter();
-        let mut pending = pending.into_iter();
-        slots
-            .into_iter()
-            .map(|slot| {
-                slot?;
-                let p = pending
-                    .next()
-                    .ok_or_else(|| Error::Internal("batch order".into()))?;
-                verdicts
-                    .next()
-                    .ok_or_else(|| Error::Internal("batch order".into()))??;
-                let (id, record, signed) = p.finish(&n)?;
-                let input = crate::convert::record_from_pb(id, &record)?;
-                Ok(Append { id, signed, input })
-            })
-            .collect::<Vec<Result<Append<accord_kernel::Record>, Error>>>()
-    })
-    .await
-    .map_err(|e| Error::Internal(e.to_string()))?;
-    let appends = checked.into_iter().map(|c| async {
-        match c {
-            Ok(a) => {
-                let id = a.id;
-                match node.ledger.append(a).await {
-                    Ok(r) => pb::SubmitResult {
-                        result: Some(pb::submit_result::Result::Ok(response(id, r))),
-                    },
-                    Err(e) => record_error(e),
-                }
+    let mut slots: Vec<Result<Pending<'_>, Error>> = records
+        .into_iter()
+        .map(|signed| Pending::new(node, signed))
+        .collect();
+    let checks: Vec<Check> = slots
+        .iter_mut()
+        .filter_map(|s| s.as_mut().ok().map(Pending::check))
+        .collect();
+    let mut verdicts = verifier.verify(checks).await.into_iter();
+    // Per slot: the append's index among the good ones, or the record's error.
+    let mut appends = Vec::new();
+    let mut plan: Vec<Result<usize, Error>> = Vec::with_capacity(slots.len());
+    for slot in slots {
+        let checked = slot.and_then(|p| {
+            verdicts
+                .next()
+                .unwrap_or_else(|| Err(Error::Internal("batch order".into())))?;
+            let (id, record, signed) = p.finish(node)?;
+            let input = crate::convert::record_from_pb(id, &record)?;
+            Ok(Append { id, signed, input })
+        });
+        plan.push(checked.map(|a| {
+            appends.push(a);
+            appends.len() - 1
+        }));
+    }
+    let ids: Vec<RecordId> = appends.iter().map(|a| a.id).collect();
+    let mut appended: Vec<Option<Result<AppendResult, Error>>> = node
+        .ledger
+        .append_many(appends)
+        .await
+        .into_iter()
+        .map(Some)
+        .collect();
+    let results = plan
+        .into_iter()
+        .map(|p| {
+            let r = p.and_then(|i| {
+                let r = appended
+                    .get_mut(i)
+                    .and_then(Option::take)
+                    .unwrap_or_else(|| Err(Error::Internal("batch order".into())))?;
+                Ok(response(ids[i], r))
+            });
+            match r {
+                Ok(resp) => pb::SubmitResult {
+                    result: Some(pb::submit_result::Result::Ok(resp)),
+                },
+                Err(e) => record_error(e),
             }
-            Err(e) => record_error(e),
-        }
-    });
-    Ok(pb::SubmitBatchResponse {
-        results: futures::future::join_all(appends).await,
-    })
+        })
+        .collect();
+    Ok(pb::SubmitBatchResponse { results })
 }

@@ -24,6 +24,8 @@ pub struct WorkApi {
     /// Cancelled when the node shuts down: the open watch streams end (graceful shutdown waits
     /// for every open call).
     shutdown: tokio_util::sync::CancellationToken,
+    /// Verifies the signatures of concurrent `Submit`/`SubmitBatch` calls together (issue 14).
+    verifier: Arc<super::submit::BatchVerifier>,
 }
 
 /// The service, whose watch streams end when `shutdown` is cancelled.
@@ -33,11 +35,16 @@ pub fn server_until(
 ) -> WorkServiceServer<WorkApi> {
     let rules = Arc::new(Visibility::new(&node.config));
     let streams = Arc::new(Semaphore::new(node.config.limits.list_streams));
+    // Up to two full batches per verification: large enough to amortise, small enough that a
+    // verifier thread answers within a millisecond or so.
+    let verifier = super::submit::BatchVerifier::per_core(2 * node.config.limits.max_batch_records)
+        .expect("start the signature verifier threads");
     WorkServiceServer::new(WorkApi {
         node,
         rules,
         streams,
         shutdown,
+        verifier: Arc::new(verifier),
     })
     .max_decoding_message_size(4 * 1024 * 1024)
 }
@@ -84,10 +91,8 @@ impl WorkService for WorkApi {
             .into_inner()
             .record
             .ok_or_else(|| Error::invalid("record", "required"))?;
-        let (id, record, signed) = super::submit::verify_local(&self.node, signed)?;
-        tracing::Span::current().record("record_id", hex::encode(id));
         Ok(Response::new(
-            super::submit::append(&self.node, signed, record, id).await?,
+            super::submit::submit_one(&self.node, &self.verifier, signed).await?,
         ))
     }
 
@@ -99,7 +104,7 @@ impl WorkService for WorkApi {
         let records = req.into_inner().records;
         tracing::Span::current().record("records", records.len());
         Ok(Response::new(
-            super::submit::submit_batch(self.node.clone(), records).await?,
+            super::submit::submit_batch(&self.node, &self.verifier, records).await?,
         ))
     }
 

@@ -25,15 +25,19 @@ pub(super) async fn kernel(
     peer: &Peer,
     work: Vec<Work>,
 ) -> Result<Committed, FedError> {
-    let appends = work.iter().filter_map(|w| match w {
-        Work::Kernel { c } => Some(cx.ledger.append(Append {
-            id: c.id,
-            signed: c.signed.clone(),
-            input: c.input.clone(),
-        })),
-        _ => None,
-    });
-    let mut kernel = futures::future::join_all(appends).await.into_iter();
+    // One message to the writer for the whole envelope: its records share group commits.
+    let appends = work
+        .iter()
+        .filter_map(|w| match w {
+            Work::Kernel { c } => Some(Append {
+                id: c.id,
+                signed: c.signed.clone(),
+                input: c.input.clone(),
+            }),
+            _ => None,
+        })
+        .collect();
+    let mut kernel = cx.ledger.append_many(appends).await.into_iter();
     let mut out = Committed {
         decided: Vec::new(),
         receipts: vec![None; work.len()],
