@@ -7,6 +7,8 @@ use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+pub mod envelope_types;
+
 /// The file `accord-node serve --config F` reads.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -55,7 +57,7 @@ pub struct Config {
     #[serde(default)]
     pub limits: LimitsConfig,
     /// Commit-envelope types (seed 003), beside the built-in `budget_transfer`
-    /// ([`crate::envelopes::types`]).
+    /// ([`envelope_types`]).
     #[serde(default)]
     pub envelope_types: Vec<accord_kernel::envelope::EnvelopeType>,
     /// The envelope scheduler (seed 003, "Timeout").
@@ -700,7 +702,7 @@ impl Config {
             }
         }
         self.limits.validate()?;
-        crate::envelopes::types::validate(self)?;
+        envelope_types::validate(self)?;
         let f = &self.federation;
         for (field, v) in [
             ("federation.batch_size", f.batch_size as u64),

@@ -104,7 +104,10 @@ impl EmbeddedNode {
     /// The record door (`WorkService.Submit`): a record signed by one of this organisation's
     /// parties, verified at the edge and appended; answered after its synced write.
     pub async fn submit(&self, signed: SignedRecord) -> Result<SubmitResponse, Status> {
-        let (id, record, signed) = crate::services::submit::verify_local(&self.node, signed)?;
+        let mut p = crate::services::submit::Pending::new(&self.node, signed)?;
+        // Verified in this task (no verifier threads): the simulation stays deterministic.
+        p.check().verify_one()?;
+        let (id, record, signed) = p.finish(&self.node)?;
         Ok(crate::services::submit::append(&self.node, signed, record, id).await?)
     }
 

@@ -24,6 +24,7 @@ pub mod ledger;
 
 pub(crate) mod auth;
 pub(crate) mod convert;
+pub(crate) mod envelope_driver;
 pub(crate) mod envelopes;
 pub(crate) mod error;
 pub(crate) mod federation;

@@ -44,9 +44,9 @@ pub struct Node {
 }
 
 impl Node {
-    /// The envelope driver's handles (seed 003; `envelopes::driver`).
-    pub(crate) fn envelope_driver(&self) -> crate::envelopes::driver::Driver {
-        crate::envelopes::driver::Driver {
+    /// The envelope driver's handles (seed 003; `envelope_driver`).
+    pub(crate) fn envelope_driver(&self) -> crate::envelope_driver::Driver {
+        crate::envelope_driver::Driver {
             name: self.config.name.clone(),
             clock: self.clock.clone(),
             signer: self.signer.clone(),

@@ -89,7 +89,7 @@ pub async fn run_with_clock(
     for w in crate::envelopes::types::warnings(&node.config) {
         tracing::warn!(warning = %w, "envelope type");
     }
-    let envelopes = tokio::spawn(crate::envelopes::driver::run(
+    let envelopes = tokio::spawn(crate::envelope_driver::run(
         node.envelope_driver(),
         background.clone(),
     ));

@@ -7,7 +7,7 @@
 //!
 //! * **Coordinator** (the envelope was started by a party of this organisation): the kernel's
 //!   machine ([`ke::apply_envelope`], [`ke::apply_tick`]) decides; what it owes next
-//!   ([`ke::Envelope::due`]) is written by the [`driver`].
+//!   ([`ke::Envelope::due`]) is written by the node's envelope driver (`crate::envelope_driver`).
 //! * **Participant** (started elsewhere, this organisation named): the envelope follows the
 //!   coordinator's records (prepare → PREPARING, prepared → COMMITTING, commit → COMMITTED,
 //!   abort → ABORTED); it never decides. The coordinator may be a participant too.
@@ -19,15 +19,16 @@
 //! A budget account is a commitment id; it opens with the commitment's `terms.budget.amount`
 //! the first time an envelope touches it here.
 
-pub mod driver;
 mod follow;
-pub mod route;
-pub mod types;
+mod owed;
+/// The envelope types a node knows; they live beside the config that declares them.
+pub use crate::config::envelope_types as types;
 
 use crate::ledger::Outcome;
 use accord_kernel as k;
 use accord_kernel::envelope::{self as ke, Phase};
 use accord_proto::signing::RecordId;
+pub use owed::{Owed, owed};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The party of each organisation that writes its node's lifecycle records, votes and ticks.

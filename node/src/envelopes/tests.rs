@@ -1,10 +1,10 @@
 //! Two organisations' envelope state ([`Envelopes`]) driven by the node's own rules — the
-//! driver's [`owed`](super::driver::owed) records, routing to the coordinator and participants,
+//! driver's [`owed`](super::owed) records, routing to the coordinator and participants,
 //! federation's "basis first" admission, ticks, crashes (rebuild by replaying the ledger) and
 //! duplicate deliveries — in random orders (issue 13, "Tests": every envelope ends COMMITTED at
 //! all participants or ABORTED at all, never mixed, and no budget is created or lost).
 
-use super::driver::owed;
+use super::owed;
 use super::*;
 use accord_kernel::envelope::{EventKind, Phase};
 use proptest::prelude::*;

@@ -43,6 +43,7 @@ pub mod codes;
 pub mod db;
 pub mod decisions;
 pub mod declaration;
+pub mod envelope_route;
 pub mod error;
 pub mod handshake;
 pub mod inbox;

@@ -292,7 +292,7 @@ impl WitnessClient {
                         });
                     match found {
                         Some(sig) => {
-                            self.succeeded(node, w, cp.size);
+                            self.succeeded(node, w, cp.size).await;
                             return Some(sig);
                         }
                         None => {
@@ -320,7 +320,7 @@ impl WitnessClient {
         None
     }
 
-    fn succeeded(&self, node: &LogContext, w: &Witness, size: u64) {
+    async fn succeeded(&self, node: &LogContext, w: &Witness, size: u64) {
         if let Ok(mut s) = w.state.lock() {
             *s = State {
                 known_size: size,

@@ -277,7 +277,9 @@ impl EnvelopeService for EnvelopeApi {
     ) -> Result<Response<pb::SubmitTickResponse>, Status> {
         self.node.tokens.admin(&req)?;
         let r = req.into_inner();
-        let done = crate::envelopes::driver::tick(&self.node.envelope_driver(), &r.tick_id, r.instant_time).await?;
+        let done =
+            crate::envelope_driver::tick(&self.node.envelope_driver(), &r.tick_id, r.instant_time)
+                .await?;
         Ok(Response::new(match done {
             Some((id, checked)) => pb::SubmitTickResponse {
                 record_id: id.to_vec().into(),

@@ -119,8 +119,12 @@ pub(super) async fn envelope(
     // are looked at again, and the one that starts the chain is released (found by the
     // deterministic simulation: seeds 32, 43, 90).
     for commitment in &quarantined_commitments {
-        fed.quarantine
-            .wake(fed.decisions.quarantined_in(commitment)?.into_iter().map(|(_, id)| id));
+        fed.quarantine.wake(
+            fed.decisions
+                .quarantined_in(commitment)?
+                .into_iter()
+                .map(|(_, id)| id),
+        );
     }
     tracing::debug!(peer, envelope = %hex::encode(a.env_id), "envelope recorded");
     Ok(response)

@@ -12,9 +12,9 @@
 //! Every record is authored by `<org>/envelope-service` and signed with the node key; its kernel
 //! form is converted from the signed wire record like a submitted record's.
 
-use super::{ENVELOPE_SERVICE, Envelopes};
+use crate::envelopes::{ENVELOPE_SERVICE, Owed, owed};
 use crate::error::Error;
-use accord_kernel::envelope::{self as ke, Phase};
+use accord_kernel::envelope::Phase;
 use accord_proto::pb::envelope::v1 as epb;
 use accord_proto::pb::record::v1 as pb;
 use accord_proto::pb::record::v1::record::Operation as Op;
@@ -24,86 +24,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// One record an envelope owes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Owed {
-    /// The record's operation.
-    pub op: ke::EnvelopeOperation,
-    /// Its basis (the cause first).
-    pub basis: Vec<RecordId>,
-}
-
-/// What `envs` owes now: each coordinated envelope's next lifecycle record, and this
-/// organisation's vote on every envelope it stages for and has not answered in its ledger.
-pub fn owed(envs: &Envelopes) -> Vec<Owed> {
-    let org = envs.org();
-    let mut out = Vec::new();
-    for env in envs.all() {
-        if envs.coordinates(env)
-            && let Some(ke::EnvelopeEffect::Emit {
-                envelope,
-                event,
-                step,
-                basis,
-                ..
-            }) = env.due()
-        {
-            let mut all = vec![basis];
-            if step == ke::EnvelopeStep::Prepared {
-                // Every ACK, not only the completing one, so a participant admits prepared only
-                // once it holds every answer (federation quarantines a record until its basis is
-                // in the ledger) and follows the coordinator to COMMITTING.
-                for (v, r) in env.votes.values() {
-                    if *v == ke::Vote::Ack && !all.contains(r) {
-                        all.push(*r);
-                    }
-                }
-            }
-            if matches!(step, ke::EnvelopeStep::Abort { .. })
-                && let Some(p) = env.prepare
-                && !all.contains(&p)
-            {
-                // The prepare too (which names the start): a participant admits the abort only
-                // once it knows the envelope, whatever the order of delivery.
-                all.push(p);
-            }
-            out.push(Owed {
-                op: ke::EnvelopeOperation {
-                    envelope,
-                    event,
-                    step,
-                },
-                basis: all,
-            });
-        }
-        if env.phase == Phase::Preparing
-            && envs.own_vote(&env.id).is_none()
-            && let (Some(vote), Some(prepare)) = (envs.book().votes.get(&env.id), env.prepare)
-        {
-            out.push(Owed {
-                op: ke::EnvelopeOperation {
-                    envelope: env.id.clone(),
-                    event: String::new(),
-                    step: ke::EnvelopeStep::Vote {
-                        participant: org.to_string(),
-                        vote: *vote,
-                        reason: match vote {
-                            ke::Vote::Ack => String::new(),
-                            ke::Vote::Nack => {
-                                "cannot stage: unknown account or budget not available".into()
-                            }
-                        },
-                    },
-                },
-                basis: vec![prepare],
-            });
-        }
-    }
-    out
-}
-
 /// What the driver works with: narrow handles, not the whole node (issue 10: no module cycle
-/// between `node.rs` and `envelopes`). Built by [`crate::node::Node::envelope_driver`].
+/// between `node.rs` and `envelopes`). Built by `Node::envelope_driver`.
 #[derive(Clone)]
 pub struct Driver {
     /// This organisation.

@@ -3,7 +3,7 @@
 //! (a declared type of the same name replaces the built-in one). Each is checked with
 //! [`ke::EnvelopeType::validate`] when the config is validated, before any port is bound.
 
-use crate::config::{Config, ConfigError};
+use super::{Config, ConfigError};
 use accord_kernel::envelope::{self as ke, Severity};
 use std::collections::BTreeMap;
 
