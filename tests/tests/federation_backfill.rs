@@ -10,24 +10,12 @@ mod federation_common;
 use accord_proto::pb::admin::v1 as admin;
 use accord_proto::pb::record::v1::record::Operation;
 use accord_proto::pb::work::v1::Durability;
-use accord_tests::{TestNode, eventually};
+use accord_tests::eventually;
 use federation_common::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_peer_added_later_receives_earlier_records_in_ledger_order() {
-    let a = TestNode::builder("acme")
-        .party("alice")
-        .party("carol")
-        .config(fast)
-        .start()
-        .await
-        .unwrap();
-    let b = TestNode::builder("globex")
-        .party("bob")
-        .config(fast)
-        .start()
-        .await
-        .unwrap();
+    let (a, b) = two_orgs(&["alice", "carol"], &["bob"]).await;
     // globex accepts acme's envelopes; acme does not know globex yet.
     b.add_peer(&a).await.unwrap();
 

@@ -15,41 +15,6 @@ use accord_tests::TestNode;
 use federation_common::*;
 use sha2::{Digest, Sha256};
 
-/// acme (alice, carol) and globex (bob), peered both ways; alice requested `c` from bob and bob
-/// promised: both nodes show `promised`.
-async fn promised_between(c: &str) -> (TestNode, TestNode) {
-    let a = TestNode::builder("acme")
-        .party("alice")
-        .party("carol")
-        .config(fast)
-        .start()
-        .await
-        .unwrap();
-    let b = TestNode::builder("globex")
-        .party("bob")
-        .config(fast)
-        .start()
-        .await
-        .unwrap();
-    accord_tests::federate(&a, &b).await.unwrap();
-    declare(
-        &a,
-        "alice",
-        request("acme", "alice", c, party("globex", "bob")),
-    )
-    .await;
-    wait_state(&b, c, "requested").await;
-    declare(
-        &b,
-        "bob",
-        record("globex", "bob", c, &[], Operation::Promise(rec::Promise {})),
-    )
-    .await;
-    wait_state(&a, c, "promised").await;
-    wait_state(&b, c, "promised").await;
-    (a, b)
-}
-
 fn release(c: &str, author: &str) -> rec::Record {
     record(
         "acme",
@@ -88,7 +53,7 @@ async fn state(node: &TestNode, c: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn forged_records_and_envelopes_are_refused_or_quarantined() {
     let c = "forge-1";
-    let (a, b) = promised_between(c).await;
+    let (a, b) = promised_between(&["alice", "carol"], c).await;
     let mut peer = AsPeer::new(&a, &b).await;
     let node_key = node_signer(&a);
     let alice = signer(&a, "alice");

@@ -9,24 +9,11 @@ mod federation_common;
 use accord_proto::pb::admin::v1 as admin;
 use accord_proto::pb::record::v1::{self as rec, record::Operation};
 use accord_proto::pb::work::v1::Durability;
-use accord_tests::TestNode;
 use federation_common::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cross_organisation_commitment_end_to_end() {
-    let a = TestNode::builder("acme")
-        .party("alice")
-        .config(fast)
-        .start()
-        .await
-        .unwrap();
-    let b = TestNode::builder("globex")
-        .party("bob")
-        .config(fast)
-        .start()
-        .await
-        .unwrap();
-    accord_tests::federate(&a, &b).await.unwrap();
+    let (a, b) = federated(&["alice"], &["bob"]).await;
 
     // acme/alice requests (signed with her own key) from globex/bob.
     let c = "deal-1";

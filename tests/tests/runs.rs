@@ -553,19 +553,7 @@ async fn recovery_run_linked_to_parent_with_prior_work() {
 #[tokio::test(flavor = "multi_thread")]
 async fn run_at_globex_executing_acme_commitment_is_seen_at_acme() {
     use federation_common::*;
-    let a = TestNode::builder("acme")
-        .party("alice")
-        .config(fast)
-        .start()
-        .await
-        .unwrap();
-    let b = TestNode::builder("globex")
-        .party("bob")
-        .config(fast)
-        .start()
-        .await
-        .unwrap();
-    accord_tests::federate(&a, &b).await.unwrap();
+    let (a, b) = federated(&["alice"], &["bob"]).await;
     let c = "deal-r";
     submit(
         &a,

@@ -10,38 +10,6 @@ use accord_proto::pb::work::v1 as work;
 use accord_tests::TestNode;
 use federation_common::*;
 
-/// acme (alice) and globex (bob), peers of each other; alice asks bob for `c` and bob promises.
-async fn promised(c: &str) -> (TestNode, TestNode) {
-    let a = TestNode::builder("acme")
-        .party("alice")
-        .config(fast)
-        .start()
-        .await
-        .unwrap();
-    let b = TestNode::builder("globex")
-        .party("bob")
-        .config(fast)
-        .start()
-        .await
-        .unwrap();
-    accord_tests::federate(&a, &b).await.unwrap();
-    declare(
-        &a,
-        "alice",
-        request("acme", "alice", c, party("globex", "bob")),
-    )
-    .await;
-    wait_state(&b, c, "requested").await;
-    declare(
-        &b,
-        "bob",
-        record("globex", "bob", c, &[], Operation::Promise(rec::Promise {})),
-    )
-    .await;
-    wait_state(&a, c, "promised").await;
-    (a, b)
-}
-
 async fn view(node: &TestNode, c: &str) -> work::GetCommitmentResponse {
     work(node)
         .await
@@ -110,7 +78,7 @@ async fn approve(a: &TestNode, c: &str, gate: [u8; 32], version: &[u8]) -> [u8; 
 async fn an_approval_gate_answered_at_one_organisation_is_invalidated_by_an_amend_and_answered_again()
  {
     let c = "gate-1";
-    let (a, b) = promised(c).await;
+    let (a, b) = promised_between(&["alice"], c).await;
 
     // globex/bob, holding the work, opens an approval gate addressed to acme/alice.
     let gate = declare(
@@ -232,7 +200,7 @@ fn observe(execution: rec::ExecutionReport) -> Operation {
 #[tokio::test(flavor = "multi_thread")]
 async fn control_handover_end_to_end_between_two_organisations() {
     let c = "handover-1";
-    let (a, b) = promised(c).await;
+    let (a, b) = promised_between(&["alice"], c).await;
 
     // globex/bob executes; acme sees it running.
     declare(

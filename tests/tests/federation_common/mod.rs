@@ -441,6 +441,49 @@ pub fn reason(s: &tonic::Status) -> String {
         .to_string()
 }
 
+/// acme (with `acme_parties`) and globex (with `globex_parties`), both on fast federation
+/// timings, not yet peered. Returns (acme, globex).
+pub async fn two_orgs(acme_parties: &[&str], globex_parties: &[&str]) -> (TestNode, TestNode) {
+    let mut a = TestNode::builder("acme").config(fast);
+    for p in acme_parties {
+        a = a.party(p);
+    }
+    let mut b = TestNode::builder("globex").config(fast);
+    for p in globex_parties {
+        b = b.party(p);
+    }
+    (a.start().await.unwrap(), b.start().await.unwrap())
+}
+
+/// [`two_orgs`], peered both ways.
+pub async fn federated(acme_parties: &[&str], globex_parties: &[&str]) -> (TestNode, TestNode) {
+    let (a, b) = two_orgs(acme_parties, globex_parties).await;
+    accord_tests::federate(&a, &b).await.unwrap();
+    (a, b)
+}
+
+/// [`federated`] acme (with `acme_parties`, alice first) and globex (bob); alice requested
+/// `c` from bob and bob promised: both nodes show `promised`.
+pub async fn promised_between(acme_parties: &[&str], c: &str) -> (TestNode, TestNode) {
+    let (a, b) = federated(acme_parties, &["bob"]).await;
+    declare(
+        &a,
+        "alice",
+        request("acme", "alice", c, party("globex", "bob")),
+    )
+    .await;
+    wait_state(&b, c, "requested").await;
+    declare(
+        &b,
+        "bob",
+        record("globex", "bob", c, &[], Operation::Promise(rec::Promise {})),
+    )
+    .await;
+    wait_state(&a, c, "promised").await;
+    wait_state(&b, c, "promised").await;
+    (a, b)
+}
+
 /// The usual pair: globex (party bob, fast federation timings) receiving, acme (party alice)
 /// added to it as a peer. Returns (receiver, sender).
 pub async fn receiver_with_sender() -> (TestNode, TestNode) {
