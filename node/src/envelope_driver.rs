@@ -101,7 +101,7 @@ pub async fn tick(
             .read()
             .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
         p.envelopes
-            .all()
+            .open()
             .filter(|e| p.envelopes.coordinates(e) && e.phase == Phase::Preparing)
             .map(|e| e.id.clone())
             .collect()

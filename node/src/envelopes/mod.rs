@@ -67,6 +67,9 @@ pub struct Envelopes {
     book: ke::Book,
     /// This node's own vote record per envelope, once applied.
     voted: BTreeMap<String, (ke::Vote, RecordId)>,
+    /// The envelopes not yet terminal here (review of issue 13: the driver scans only these,
+    /// O(open) per ledger change, not O(history)). Maintained by [`Envelopes::apply`].
+    open: BTreeSet<String>,
     /// Changed since the last publication (the working copy only).
     touched: BTreeSet<String>,
 }
@@ -94,6 +97,11 @@ impl Envelopes {
     /// Every envelope.
     pub fn all(&self) -> impl Iterator<Item = &ke::Envelope> {
         self.envelopes.values()
+    }
+
+    /// The envelopes not yet terminal here (COMMITTED and ABORTED ones are left out).
+    pub fn open(&self) -> impl Iterator<Item = &ke::Envelope> {
+        self.open.iter().filter_map(|id| self.envelopes.get(id))
     }
 
     /// One envelope's history here.
@@ -279,6 +287,19 @@ impl Envelopes {
             phase,
         });
         self.touched.insert(id.to_string());
+        self.reopen(id);
+    }
+
+    /// Keeps `id` in the open set while it is not terminal here.
+    fn reopen(&mut self, id: &str) {
+        match self.envelopes.get(id) {
+            Some(e) if !e.phase.is_terminal() => {
+                self.open.insert(id.to_string());
+            }
+            _ => {
+                self.open.remove(id);
+            }
+        }
     }
 
     /// Copies what changed since the last call into `published` (O(envelopes touched)).
@@ -299,6 +320,7 @@ impl Envelopes {
                 }
                 published.envelopes.insert(id.clone(), e.clone());
             }
+            published.reopen(&id);
             if let Some(h) = self.history.get(&id) {
                 let to = published.history.entry(id.clone()).or_default();
                 to.extend_from_slice(&h[to.len().min(h.len())..]);

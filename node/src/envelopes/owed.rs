@@ -21,7 +21,8 @@ pub struct Owed {
 pub fn owed(envs: &Envelopes) -> Vec<Owed> {
     let org = envs.org();
     let mut out = Vec::new();
-    for env in envs.all() {
+    // Only the open envelopes: a terminal one owes nothing (review: O(open), not O(history)).
+    for env in envs.open() {
         if envs.coordinates(env)
             && let Some(ke::EnvelopeEffect::Emit {
                 envelope,
