@@ -72,6 +72,7 @@ fn change(kind: env::ChangeKind, account: &str, amount: u64) -> env::EnvelopeCha
         kind: kind as i32,
         account: account.into(),
         amount,
+        ..Default::default()
     }
 }
 
@@ -330,6 +331,7 @@ async fn bad_input_is_refused_with_its_field_and_strangers_see_nothing() {
                 kind: 0,
                 account: "src".into(),
                 amount: 1,
+                ..Default::default()
             }],
         }],
     };

@@ -6,7 +6,7 @@
 //! participant) one envelope at a time. Issue 13's design target: commit within three
 //! federation round trips plus one group commit per phase at each participant.
 
-use crate::inproc::{InProcNode, Placement, add_peer, admin_request};
+use crate::inproc::{InProcNode, Placement, admin_request};
 use accord_proto::pb::envelope::v1::{self as pb, envelope_service_client::EnvelopeServiceClient};
 use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
 use accord_proto::pb::work::v1::DeclareRequest;
@@ -104,6 +104,7 @@ fn transfer(id: &str) -> pb::StartRequest {
         kind: kind as i32,
         account: account.into(),
         amount: 1,
+        ..Default::default()
     };
     pb::StartRequest {
         envelope: id.into(),
@@ -159,24 +160,7 @@ pub async fn run(mut a: EnvelopeArgs, mut out: crate::output::Output) -> Result<
         Placement::Child
     };
     let tmp = tempfile::tempdir()?;
-    let tune = |t: &mut String| {
-        t.push_str(
-            "\n[federation]\nretry_base_ms = 20\nretry_max_ms = 500\nreceipt_poll_ms = 500\n",
-        );
-    };
-    let na = InProcNode::start_placed(tmp.path(), "acme", &["alice"], tune, placement).await?;
-    let nb = InProcNode::start_placed(tmp.path(), "globex", &["bob"], tune, placement).await?;
-    for n in [&na, &nb] {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while n.channel().await.is_err() {
-            if Instant::now() > deadline {
-                return Err(anyhow!("{} did not start", n.name));
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-    add_peer(&na, &nb, &["bob"]).await?;
-    add_peer(&nb, &na, &["alice"]).await?;
+    let (na, nb) = crate::inproc::start_pair(tmp.path(), placement).await?;
     budget(&na, "alice", "bench-src").await?;
     budget(&nb, "bob", "bench-dst").await?;
     let alice = token(&na, "alice")?;

@@ -107,6 +107,7 @@ pub fn parse_changes(list: &[String]) -> Result<Vec<pb::EnvelopeParticipant>> {
             kind: kind as i32,
             account: account.to_string(),
             amount,
+            ..Default::default()
         };
         match out.iter_mut().find(|p| p.participant == org) {
             Some(p) => p.changes.push(change),
