@@ -54,8 +54,11 @@ pub struct StartArgs {
     pub id: Option<String>,
     /// A change, `ORG:debit:ACCOUNT:AMOUNT` or `ORG:credit:ACCOUNT:AMOUNT` (repeat; each
     /// organisation named is a participant).
-    #[arg(long = "change", required = true)]
+    #[arg(long = "change", required_unless_present = "delegate")]
     pub changes: Vec<String>,
+    /// An atomic cross-organisation delegate (`--type` becomes `obligation_delegate`).
+    #[command(flatten)]
+    pub delegate: crate::envelope_delegate::DelegateArgs,
 }
 
 async fn client(c: &ReadArgs) -> Result<EnvelopeServiceClient<crate::creds::Authed>> {
@@ -124,6 +127,9 @@ fn change_text(c: &pb::EnvelopeChange) -> String {
     let kind = match pb::ChangeKind::try_from(c.kind) {
         Ok(pb::ChangeKind::Debit) => "debit",
         Ok(pb::ChangeKind::Credit) => "credit",
+        Ok(pb::ChangeKind::Record) => {
+            return format!("record on {} ({} bytes)", c.account, c.signed_record.len());
+        }
         _ => "?",
     };
     format!("{kind} {} {}", c.account, c.amount)
@@ -274,12 +280,21 @@ async fn list(a: ListArgs, out: Output) -> Result<()> {
 }
 
 async fn start(a: StartArgs, out: Output) -> Result<()> {
-    let participants = parse_changes(&a.changes)?;
+    let (envelope_type, participants) = match &a.delegate.delegate {
+        Some(c) if !a.changes.is_empty() => {
+            return Err(anyhow!("--delegate {c}: give either --delegate or --change"));
+        }
+        Some(c) => (
+            "obligation_delegate".to_string(),
+            crate::envelope_delegate::participants(&a.delegate, c)?,
+        ),
+        None => (a.envelope_type.clone(), parse_changes(&a.changes)?),
+    };
     let r = client(&a.conn)
         .await?
         .start(pb::StartRequest {
             envelope: a.id.clone().unwrap_or_default(),
-            envelope_type: a.envelope_type.clone(),
+            envelope_type,
             participants,
         })
         .await

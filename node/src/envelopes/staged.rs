@@ -152,3 +152,150 @@ impl Envelopes {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelopes::types;
+
+    const A: &str = "acme";
+    const B: &str = "globex";
+
+    fn access_b() -> k::Access {
+        k::Access::new(k::Party::new(B, "work-service"))
+            .with_members(B, ["bob", crate::envelopes::ENVELOPE_SERVICE])
+            .with_organisation(A)
+    }
+
+    fn rec(id: u8, author: (&str, &str), commitment: &str, op: k::Operation) -> k::Record {
+        k::Record {
+            id: [id; 32],
+            author: k::Party::new(author.0, author.1),
+            commitment: commitment.into(),
+            basis: vec![],
+            items: vec![],
+            op,
+        }
+    }
+
+    fn env_op(step: ke::EnvelopeStep, event: &str) -> k::Operation {
+        k::Operation::Envelope(Box::new(ke::EnvelopeOperation {
+            envelope: "d".into(),
+            event: event.into(),
+            step,
+        }))
+    }
+
+    /// globex follows acme's delegate envelope: from prepare on, bob's own records on the held
+    /// commitment are refused `envelope_hold`, the staged offer and peers' records are not; the
+    /// abort ends the hold, and nothing is owed.
+    #[test]
+    fn prepare_holds_the_commitment_and_the_abort_releases_it() {
+        let mut envs = Envelopes::new(B, types::all_defaults());
+        let acc = access_b();
+        let none = |_: &str| None;
+        let offer = [9u8; 32];
+        let start = ke::EnvelopeStart {
+            envelope_type: "obligation_delegate".into(),
+            participants: vec![ke::ParticipantChanges {
+                participant: B.into(),
+                changes: vec![ke::Change::Record {
+                    commitment: "job".into(),
+                    record: offer,
+                    signed: vec![1, 2, 3],
+                }],
+            }],
+        };
+        let r = rec(1, (A, "alice"), "d", env_op(ke::EnvelopeStep::Start(start), ""));
+        assert!(envs.apply(&r, &acc, 10, &none).applied);
+        let bob = rec(50, (B, "bob"), "job", k::Operation::Promise);
+        assert!(envs.hold(&bob, &acc).is_none(), "not held before prepare");
+        let mut p = rec(2, (A, crate::envelopes::ENVELOPE_SERVICE), "d", env_op(ke::EnvelopeStep::Prepare, "P"));
+        p.basis = vec![[1; 32]];
+        assert!(envs.apply(&p, &acc, 11, &none).applied);
+        let held = envs.hold(&bob, &acc).expect("held after prepare");
+        assert_eq!(held.code, k::RejectionCode::EnvelopeHold);
+        let mut staged = bob.clone();
+        staged.id = offer;
+        assert!(envs.hold(&staged, &acc).is_none(), "the staged record passes");
+        let peer = rec(51, (A, "alice"), "job", k::Operation::Promise);
+        assert!(envs.hold(&peer, &acc).is_none(), "a peer's record passes");
+        let other = rec(52, (B, "bob"), "other", k::Operation::Promise);
+        assert!(envs.hold(&other, &acc).is_none(), "another commitment passes");
+        assert_eq!(envs.staged_envelope(&offer).map(|e| e.id.as_str()), Some("d"));
+        let mut ab = rec(
+            3,
+            (A, crate::envelopes::ENVELOPE_SERVICE),
+            "d",
+            env_op(ke::EnvelopeStep::Abort { cause: ke::AbortCause::Timeout }, "A"),
+        );
+        ab.basis = vec![[2; 32]];
+        assert!(envs.apply(&ab, &acc, 12, &none).applied);
+        assert!(envs.hold(&bob, &acc).is_none(), "the abort ends the hold");
+        assert!(envs.records_due().is_empty(), "an aborted envelope writes nothing");
+        assert_eq!(envs.open().count(), 0);
+    }
+
+    /// COMMITTED: the records are owed in sequence order, each once every earlier one is in the
+    /// ledger here; the hold lasts until the last one is.
+    #[test]
+    fn commit_writes_the_records_in_order_and_then_releases() {
+        let mut envs = Envelopes::new(B, types::all_defaults());
+        let acc = access_b();
+        let none = |_: &str| None;
+        let (offer, acceptance) = ([8u8; 32], [9u8; 32]);
+        let change = |id, bytes: u8| ke::Change::Record {
+            commitment: "job".into(),
+            record: id,
+            signed: vec![bytes],
+        };
+        let start = ke::EnvelopeStart {
+            envelope_type: "obligation_delegate".into(),
+            participants: vec![
+                ke::ParticipantChanges {
+                    participant: "initech".into(),
+                    changes: vec![change(offer, 1)],
+                },
+                ke::ParticipantChanges {
+                    participant: B.into(),
+                    changes: vec![change(acceptance, 2)],
+                },
+            ],
+        };
+        let svc = (A, crate::envelopes::ENVELOPE_SERVICE);
+        let steps = [
+            (1u8, (A, "alice"), ke::EnvelopeStep::Start(start), vec![]),
+            (2, svc, ke::EnvelopeStep::Prepare, vec![[1u8; 32]]),
+            (
+                3,
+                (B, crate::envelopes::ENVELOPE_SERVICE),
+                ke::EnvelopeStep::Vote {
+                    participant: B.into(),
+                    vote: ke::Vote::Ack,
+                    reason: String::new(),
+                },
+                vec![[2u8; 32]],
+            ),
+            (4, svc, ke::EnvelopeStep::Prepared, vec![[3u8; 32]]),
+            (5, svc, ke::EnvelopeStep::Commit, vec![[4u8; 32]]),
+        ];
+        for (id, author, step, basis) in steps {
+            let mut r = rec(id, author, "d", env_op(step, "E"));
+            r.basis = basis;
+            let out = envs.apply(&r, &acc, 10 + id as i64, &none);
+            assert!(out.applied, "{out:?}");
+        }
+        assert_eq!(envs.get("d").map(|e| e.phase), Some(Phase::Committed));
+        assert!(envs.records_due().is_empty(), "initech's offer comes first");
+        let bob = rec(50, (B, "bob"), "job", k::Operation::Promise);
+        assert!(envs.hold(&bob, &acc).is_some(), "held while records are due");
+        envs.note_written(&offer);
+        let due = envs.records_due();
+        assert_eq!(due.len(), 1);
+        assert_eq!((due[0].record, due[0].signed.clone()), (acceptance, vec![2]));
+        envs.note_written(&acceptance);
+        assert!(envs.records_due().is_empty());
+        assert!(envs.hold(&bob, &acc).is_none(), "released once every record is here");
+        assert_eq!(envs.open().count(), 0);
+    }
+}
