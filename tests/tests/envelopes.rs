@@ -396,7 +396,9 @@ async fn own_records(node: &TestNode, id: &str, step: &str) -> Vec<rec::Record> 
         .filter(|r| {
             r.commitment_id == id
                 && step_of(r) == step
-                && r.author.as_ref().is_some_and(|a| a.organisation == node.name)
+                && r.author
+                    .as_ref()
+                    .is_some_and(|a| a.organisation == node.name)
         })
         .collect()
 }
@@ -447,7 +449,12 @@ async fn every_event_delivered_again_after_commit_changes_nothing() {
     // duplicate", "any ack the same answer again", "COMMITTED tick": each delivered again, at
     // the coordinator and (routed) at the participant.
     let mut sent = 0;
-    for step in ["envelope_prepare", "envelope_prepared", "envelope_commit", "envelope_vote"] {
+    for step in [
+        "envelope_prepare",
+        "envelope_prepared",
+        "envelope_commit",
+        "envelope_vote",
+    ] {
         for r in own_records(&a, "t-5", step).await {
             again(&a, &r).await;
             sent += 1;
@@ -464,12 +471,18 @@ async fn every_event_delivered_again_after_commit_changes_nothing() {
     let at_b = wait_history(&b, "t-5", before_b.history.len() + sent).await;
     for (before, now) in [(&before_a, &at_a), (&before_b, &at_b)] {
         assert_eq!(now.phase, "COMMITTED");
-        assert_eq!(now.accounts, before.accounts, "{}: nothing moved again", now.role);
+        assert_eq!(
+            now.accounts, before.accounts,
+            "{}: nothing moved again",
+            now.role
+        );
         assert_eq!(now.votes, before.votes);
         // Every new line of the history leaves the envelope COMMITTED.
-        assert!(now.history[before.history.len()..]
-            .iter()
-            .all(|h| h.phase == "COMMITTED"));
+        assert!(
+            now.history[before.history.len()..]
+                .iter()
+                .all(|h| h.phase == "COMMITTED")
+        );
     }
     assert_eq!(account(&at_a, "src").balance, 70);
     assert_eq!(account(&at_b, "dst").balance, 80);
@@ -497,7 +510,10 @@ async fn the_abort_delivered_twice_and_late_answers_leave_the_same_state() {
     sent += 1;
     tick_listing(&a, "t-6", before_a.started_at_unix_ms + TIMEOUT_MS + 1_000).await;
     sent += 1;
-    assert!(sent >= 4, "abort, prepare, globex's NACK and a tick at least");
+    assert!(
+        sent >= 4,
+        "abort, prepare, globex's NACK and a tick at least"
+    );
     let at_a = wait_history(&a, "t-6", before_a.history.len() + sent).await;
     let at_b = wait_history(&b, "t-6", before_b.history.len() + sent).await;
     for (before, now) in [(&before_a, &at_a), (&before_b, &at_b)] {
@@ -533,5 +549,8 @@ fn the_quick_envelope_bench_prints_its_figures() {
     ] {
         assert!(v[k].is_number(), "{k} missing in {line}");
     }
-    assert_eq!(v["committed"], v["envelopes"], "every envelope COMMITTED: {line}");
+    assert_eq!(
+        v["committed"], v["envelopes"],
+        "every envelope COMMITTED: {line}"
+    );
 }

@@ -16,7 +16,7 @@ pub enum EnvelopeCmd {
     /// Envelopes known to the node, open ones first, oldest first.
     List(ListArgs),
     /// Start an envelope as the party whose token is given (the node coordinates it).
-    Start(StartArgs),
+    Start(Box<StartArgs>),
 }
 
 /// Options of `envelope show`.
@@ -315,7 +315,7 @@ pub async fn run(c: EnvelopeCmd, out: Output) -> Result<()> {
     match c {
         EnvelopeCmd::Show(a) => show(a, out).await,
         EnvelopeCmd::List(a) => list(a, out).await,
-        EnvelopeCmd::Start(a) => start(a, out).await,
+        EnvelopeCmd::Start(a) => start(*a, out).await,
     }
 }
 
