@@ -13,13 +13,13 @@
 //! form is converted from the signed wire record like a submitted record's.
 
 use crate::envelopes::{ENVELOPE_SERVICE, Owed, RecordDue, owed};
-use prost::Message;
 use crate::error::Error;
 use accord_kernel::envelope::Phase;
 use accord_proto::pb::envelope::v1 as epb;
 use accord_proto::pb::record::v1 as pb;
 use accord_proto::pb::record::v1::record::Operation as Op;
 use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE, RecordId};
+use prost::Message;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -165,8 +165,8 @@ fn validate_staged(
                 author.name
             ));
         }
-        let kr = crate::convert::record_from_pb(*id, &record)
-            .map_err(|e| format!("malformed: {e}"))?;
+        let kr =
+            crate::convert::record_from_pb(*id, &record).map_err(|e| format!("malformed: {e}"))?;
         if !local.contains_key(commitment) {
             let c = p.get(commitment).ok_or_else(|| {
                 format!("unknown_commitment: {commitment:?} is not held at {org}")
@@ -193,7 +193,10 @@ fn signed_by_own_key(keys: &Keys, party: &str, signed: &pb::SignedRecord) -> boo
 }
 
 /// Writes one staged record (the envelope COMMITTED here): the pre-signed record, as signed.
-async fn write_staged(node: &Driver, due: &RecordDue) -> Result<crate::ledger::AppendResult, Error> {
+async fn write_staged(
+    node: &Driver,
+    due: &RecordDue,
+) -> Result<crate::ledger::AppendResult, Error> {
     let signed = pb::SignedRecord::decode(due.signed.as_slice())
         .map_err(|_| Error::Internal("a staged record does not decode".into()))?;
     let record = pb::Record::decode(signed.payload.as_ref())

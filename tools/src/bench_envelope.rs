@@ -147,8 +147,14 @@ async fn phase(c: &mut EnvelopeServiceClient<Channel>, node: &InProcNode, id: &s
 /// (from that record being recorded at acme until globex shows its commitment: the sender's
 /// batch, the envelope over mutual TLS, globex's admission and its group commits). A round trip
 /// is two one-way delays.
-async fn round_trips(na: &InProcNode, nb: &InProcNode, n: usize) -> Result<(Histogram<u64>, Histogram<u64>)> {
-    use accord_proto::pb::work::v1::{GetCommitmentRequest, work_service_client::WorkServiceClient};
+async fn round_trips(
+    na: &InProcNode,
+    nb: &InProcNode,
+    n: usize,
+) -> Result<(Histogram<u64>, Histogram<u64>)> {
+    use accord_proto::pb::work::v1::{
+        GetCommitmentRequest, work_service_client::WorkServiceClient,
+    };
     let mut commit = Histogram::<u64>::new(3)?;
     let mut one_way = Histogram::<u64>::new(3)?;
     let mut wb = WorkServiceClient::new(nb.channel().await?);
@@ -157,10 +163,17 @@ async fn round_trips(na: &InProcNode, nb: &InProcNode, n: usize) -> Result<(Hist
         let t0 = Instant::now();
         request(na, "alice", &c, ("globex", "bob")).await?;
         let recorded = Instant::now();
-        commit.record(recorded.duration_since(t0).as_micros() as u64).ok();
+        commit
+            .record(recorded.duration_since(t0).as_micros() as u64)
+            .ok();
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let req = admin_request(nb, GetCommitmentRequest { commitment_id: c.clone() })?;
+            let req = admin_request(
+                nb,
+                GetCommitmentRequest {
+                    commitment_id: c.clone(),
+                },
+            )?;
             if wb.get_commitment(req).await.is_ok() {
                 break;
             }

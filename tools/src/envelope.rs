@@ -282,7 +282,9 @@ async fn list(a: ListArgs, out: Output) -> Result<()> {
 async fn start(a: StartArgs, out: Output) -> Result<()> {
     let (envelope_type, participants) = match &a.delegate.delegate {
         Some(c) if !a.changes.is_empty() => {
-            return Err(anyhow!("--delegate {c}: give either --delegate or --change"));
+            return Err(anyhow!(
+                "--delegate {c}: give either --delegate or --change"
+            ));
         }
         Some(c) => (
             "obligation_delegate".to_string(),

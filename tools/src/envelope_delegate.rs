@@ -48,7 +48,8 @@ fn party(flag: &str, s: &str) -> Result<PartyRef> {
 }
 
 fn signer(flag: &str, path: &std::path::Path) -> Result<Signer> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("{flag} {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("{flag} {}", path.display()))?;
     Signer::from_skey(text.trim()).map_err(|e| anyhow!("{flag} {}: {e}", path.display()))
 }
 
@@ -96,10 +97,19 @@ pub fn records(
 /// participant with both, in that order, when they are of the same organisation).
 pub fn participants(a: &DelegateArgs, commitment: &str) -> Result<Vec<pb::EnvelopeParticipant>> {
     let missing = |f: &str| anyhow!("--delegate needs {f}");
-    let from = party("--from", a.from.as_deref().ok_or_else(|| missing("--from"))?)?;
+    let from = party(
+        "--from",
+        a.from.as_deref().ok_or_else(|| missing("--from"))?,
+    )?;
     let to = party("--to", a.to.as_deref().ok_or_else(|| missing("--to"))?)?;
-    let from_key = signer("--from-key", a.from_key.as_deref().ok_or_else(|| missing("--from-key"))?)?;
-    let to_key = signer("--to-key", a.to_key.as_deref().ok_or_else(|| missing("--to-key"))?)?;
+    let from_key = signer(
+        "--from-key",
+        a.from_key.as_deref().ok_or_else(|| missing("--from-key"))?,
+    )?;
+    let to_key = signer(
+        "--to-key",
+        a.to_key.as_deref().ok_or_else(|| missing("--to-key"))?,
+    )?;
     let note = a.note.as_deref().ok_or_else(|| missing("--note"))?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -206,33 +206,60 @@ mod tests {
                 }],
             }],
         };
-        let r = rec(1, (A, "alice"), "d", env_op(ke::EnvelopeStep::Start(start), ""));
+        let r = rec(
+            1,
+            (A, "alice"),
+            "d",
+            env_op(ke::EnvelopeStep::Start(start), ""),
+        );
         assert!(envs.apply(&r, &acc, 10, &none).applied);
         let bob = rec(50, (B, "bob"), "job", k::Operation::Promise);
         assert!(envs.hold(&bob, &acc).is_none(), "not held before prepare");
-        let mut p = rec(2, (A, crate::envelopes::ENVELOPE_SERVICE), "d", env_op(ke::EnvelopeStep::Prepare, "P"));
+        let mut p = rec(
+            2,
+            (A, crate::envelopes::ENVELOPE_SERVICE),
+            "d",
+            env_op(ke::EnvelopeStep::Prepare, "P"),
+        );
         p.basis = vec![[1; 32]];
         assert!(envs.apply(&p, &acc, 11, &none).applied);
         let held = envs.hold(&bob, &acc).expect("held after prepare");
         assert_eq!(held.code, k::RejectionCode::EnvelopeHold);
         let mut staged = bob.clone();
         staged.id = offer;
-        assert!(envs.hold(&staged, &acc).is_none(), "the staged record passes");
+        assert!(
+            envs.hold(&staged, &acc).is_none(),
+            "the staged record passes"
+        );
         let peer = rec(51, (A, "alice"), "job", k::Operation::Promise);
         assert!(envs.hold(&peer, &acc).is_none(), "a peer's record passes");
         let other = rec(52, (B, "bob"), "other", k::Operation::Promise);
-        assert!(envs.hold(&other, &acc).is_none(), "another commitment passes");
-        assert_eq!(envs.staged_envelope(&offer).map(|e| e.id.as_str()), Some("d"));
+        assert!(
+            envs.hold(&other, &acc).is_none(),
+            "another commitment passes"
+        );
+        assert_eq!(
+            envs.staged_envelope(&offer).map(|e| e.id.as_str()),
+            Some("d")
+        );
         let mut ab = rec(
             3,
             (A, crate::envelopes::ENVELOPE_SERVICE),
             "d",
-            env_op(ke::EnvelopeStep::Abort { cause: ke::AbortCause::Timeout }, "A"),
+            env_op(
+                ke::EnvelopeStep::Abort {
+                    cause: ke::AbortCause::Timeout,
+                },
+                "A",
+            ),
         );
         ab.basis = vec![[2; 32]];
         assert!(envs.apply(&ab, &acc, 12, &none).applied);
         assert!(envs.hold(&bob, &acc).is_none(), "the abort ends the hold");
-        assert!(envs.records_due().is_empty(), "an aborted envelope writes nothing");
+        assert!(
+            envs.records_due().is_empty(),
+            "an aborted envelope writes nothing"
+        );
         assert_eq!(envs.open().count(), 0);
     }
 
@@ -288,14 +315,23 @@ mod tests {
         assert_eq!(envs.get("d").map(|e| e.phase), Some(Phase::Committed));
         assert!(envs.records_due().is_empty(), "initech's offer comes first");
         let bob = rec(50, (B, "bob"), "job", k::Operation::Promise);
-        assert!(envs.hold(&bob, &acc).is_some(), "held while records are due");
+        assert!(
+            envs.hold(&bob, &acc).is_some(),
+            "held while records are due"
+        );
         envs.note_written(&offer);
         let due = envs.records_due();
         assert_eq!(due.len(), 1);
-        assert_eq!((due[0].record, due[0].signed.clone()), (acceptance, vec![2]));
+        assert_eq!(
+            (due[0].record, due[0].signed.clone()),
+            (acceptance, vec![2])
+        );
         envs.note_written(&acceptance);
         assert!(envs.records_due().is_empty());
-        assert!(envs.hold(&bob, &acc).is_none(), "released once every record is here");
+        assert!(
+            envs.hold(&bob, &acc).is_none(),
+            "released once every record is here"
+        );
         assert_eq!(envs.open().count(), 0);
     }
 }

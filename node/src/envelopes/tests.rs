@@ -80,7 +80,10 @@ impl Node {
             "replay reaches the same envelopes"
         );
         assert_eq!(fresh.book, self.envs.book, "replay reaches the same book");
-        assert_eq!(fresh.open, self.envs.open, "replay reaches the same open set");
+        assert_eq!(
+            fresh.open, self.envs.open,
+            "replay reaches the same open set"
+        );
         self.envs = fresh;
     }
 
@@ -323,7 +326,11 @@ impl Sim {
 fn all_ack_commits_everywhere() {
     let mut s = Sim::new();
     s.start(30);
-    assert_eq!(s.nodes[0].envs.open().count(), 1, "a started envelope is open");
+    assert_eq!(
+        s.nodes[0].envs.open().count(),
+        1,
+        "a started envelope is open"
+    );
     s.settle();
     assert_eq!(s.check_outcome(), Phase::Committed);
     assert_eq!(s.nodes[0].account("src").balance, 70);
