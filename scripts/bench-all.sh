@@ -99,3 +99,4 @@ run append 1 append
 run federation 2 federation
 run witness 0 witness
 run log 0 log
+run envelope 0 envelope

@@ -13,6 +13,9 @@ const F: &str = "record.payload.operation";
 
 /// The kernel change a wire change names (`field` is where it sits, for errors).
 pub fn change(field: &str, c: &epb::EnvelopeChange) -> R<ke::Change> {
+    if c.kind == epb::ChangeKind::Record as i32 {
+        return record_change(field, &c.signed_record);
+    }
     crate::ident::id(&c.account).map_err(|r| Error::invalid(format!("{field}.account"), r))?;
     let account = c.account.clone();
     match epb::ChangeKind::try_from(c.kind) {
@@ -26,9 +29,39 @@ pub fn change(field: &str, c: &epb::EnvelopeChange) -> R<ke::Change> {
         }),
         _ => Err(Error::invalid(
             format!("{field}.kind"),
-            "must be CHANGE_KIND_DEBIT or CHANGE_KIND_CREDIT",
+            "must be CHANGE_KIND_DEBIT, CHANGE_KIND_CREDIT or CHANGE_KIND_RECORD",
         )),
     }
+}
+
+/// The largest pre-signed record an envelope carries.
+pub const MAX_SIGNED_RECORD: usize = 64 * 1024;
+
+/// A `CHANGE_KIND_RECORD` change: the signed record decoded far enough to know its id and its
+/// commitment (its signatures are checked by the participant whose party authored it).
+fn record_change(field: &str, bytes: &[u8]) -> R<ke::Change> {
+    use prost::Message;
+    let f = format!("{field}.signed_record");
+    if bytes.is_empty() || bytes.len() > MAX_SIGNED_RECORD {
+        return Err(Error::invalid(f, "must hold 1 to 65536 bytes"));
+    }
+    let signed = accord_proto::pb::record::v1::SignedRecord::decode(bytes)
+        .map_err(|_| Error::invalid(&f, "not an accord.record.v1.SignedRecord"))?;
+    if signed.payload_type != accord_proto::signing::RECORD_PAYLOAD_TYPE {
+        return Err(Error::invalid(format!("{f}.payload_type"), "not a record"));
+    }
+    let record = accord_proto::pb::record::v1::Record::decode(signed.payload.as_ref())
+        .map_err(|_| Error::invalid(format!("{f}.payload"), "not an accord.record.v1.Record"))?;
+    crate::ident::id(&record.commitment_id)
+        .map_err(|r| Error::invalid(format!("{f}.payload.commitment_id"), r))?;
+    Ok(ke::Change::Record {
+        commitment: record.commitment_id,
+        record: accord_proto::signing::record_id(
+            accord_proto::signing::RECORD_PAYLOAD_TYPE,
+            &signed.payload,
+        ),
+        signed: bytes.to_vec(),
+    })
 }
 
 /// The kernel participants the wire participants name.
@@ -61,11 +94,22 @@ pub fn change_to_pb(c: &ke::Change) -> epb::EnvelopeChange {
     let (kind, account, amount) = match c {
         ke::Change::Debit { account, amount } => (epb::ChangeKind::Debit, account, amount),
         ke::Change::Credit { account, amount } => (epb::ChangeKind::Credit, account, amount),
+        ke::Change::Record {
+            commitment, signed, ..
+        } => {
+            return epb::EnvelopeChange {
+                kind: epb::ChangeKind::Record as i32,
+                account: commitment.clone(),
+                amount: 0,
+                signed_record: signed.clone().into(),
+            };
+        }
     };
     epb::EnvelopeChange {
         kind: kind as i32,
         account: account.clone(),
         amount: *amount,
+        signed_record: Default::default(),
     }
 }
 

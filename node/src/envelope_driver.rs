@@ -12,13 +12,14 @@
 //! Every record is authored by `<org>/envelope-service` and signed with the node key; its kernel
 //! form is converted from the signed wire record like a submitted record's.
 
-use crate::envelopes::{ENVELOPE_SERVICE, Owed, owed};
+use crate::envelopes::{ENVELOPE_SERVICE, Owed, RecordDue, owed};
 use crate::error::Error;
 use accord_kernel::envelope::Phase;
 use accord_proto::pb::envelope::v1 as epb;
 use accord_proto::pb::record::v1 as pb;
 use accord_proto::pb::record::v1::record::Operation as Op;
 use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE, RecordId};
+use prost::Message;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +41,17 @@ pub struct Driver {
     pub projection: Arc<std::sync::RwLock<crate::projection::Projection>>,
     /// `[envelopes]` settings.
     pub config: crate::config::EnvelopesConfig,
+    /// This organisation's keys: a staged record of its party must be signed by one.
+    pub keys: Keys,
+}
+
+/// This organisation's verification keys (as `Submit` checks a party's signed record).
+#[derive(Clone)]
+pub struct Keys {
+    /// The node key (signs for any party of the organisation).
+    pub node: accord_proto::note::Verifier,
+    /// Each party's own keys.
+    pub parties: std::collections::HashMap<String, Vec<accord_proto::note::Verifier>>,
 }
 
 impl Driver {
@@ -101,7 +113,7 @@ pub async fn tick(
             .read()
             .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
         p.envelopes
-            .all()
+            .open()
             .filter(|e| p.envelopes.coordinates(e) && e.phase == Phase::Preparing)
             .map(|e| e.id.clone())
             .collect()
@@ -117,14 +129,122 @@ pub async fn tick(
     Ok(Some((id, open)))
 }
 
+/// The prepare check of an envelope's staged records at this participant (issue 13 item 7b):
+/// each record decodes, is authored by a party of the participant that carries it, and — for
+/// this organisation's own — is signed by that party's key or the node key (as `Submit`
+/// checks); then the whole sequence is applied by the kernel to this node's copies of the
+/// commitments, without keeping the result. `Err` is the NACK's reason (`code: detail`).
+fn validate_staged(
+    p: &crate::projection::Projection,
+    keys: &Keys,
+    env: &accord_kernel::envelope::Envelope,
+    now: i64,
+) -> Result<(), String> {
+    use accord_kernel as k;
+    let org = p.envelopes.org();
+    let access = p
+        .envelopes
+        .access()
+        .ok_or_else(|| "internal: no access recorded at prepare".to_string())?;
+    let mut local: std::collections::HashMap<String, k::Commitment> = Default::default();
+    for (participant, commitment, id, bytes) in crate::envelopes::records(env) {
+        let signed = pb::SignedRecord::decode(bytes)
+            .map_err(|_| "malformed: a staged record does not decode".to_string())?;
+        let record = pb::Record::decode(signed.payload.as_ref())
+            .map_err(|_| "malformed: a staged record's payload does not decode".to_string())?;
+        let author = record.author.clone().unwrap_or_default();
+        if author.organisation != participant {
+            return Err(format!(
+                "wrong_role: a record staged by {participant:?} is authored by {:?}",
+                author.organisation
+            ));
+        }
+        if participant == org && !signed_by_own_key(keys, &author.name, &signed) {
+            return Err(format!(
+                "bad_signature: the record staged for {org}/{} is not signed by its key",
+                author.name
+            ));
+        }
+        let kr =
+            crate::convert::record_from_pb(*id, &record).map_err(|e| format!("malformed: {e}"))?;
+        if !local.contains_key(commitment) {
+            let c = p.get(commitment).ok_or_else(|| {
+                format!("unknown_commitment: {commitment:?} is not held at {org}")
+            })?;
+            local.insert(commitment.to_string(), c.clone());
+        }
+        let applied = k::apply_with(&local, &kr, access, now)
+            .map_err(|r| format!("{}: {}", r.code, r.detail))?;
+        if let Some(next) = applied.next {
+            local.insert(next.id.clone(), next);
+        }
+    }
+    Ok(())
+}
+
+/// Whether one of `signed`'s signatures verifies with the node key or a key of `party`.
+fn signed_by_own_key(keys: &Keys, party: &str, signed: &pb::SignedRecord) -> bool {
+    let party_keys = keys.parties.get(party).map(Vec::as_slice).unwrap_or(&[]);
+    signed.signatures.iter().any(|sig| {
+        std::iter::once(&keys.node)
+            .chain(party_keys)
+            .any(|k| signing::verify(k, RECORD_PAYLOAD_TYPE, &signed.payload, sig).is_ok())
+    })
+}
+
+/// Writes one staged record (the envelope COMMITTED here): the pre-signed record, as signed.
+async fn write_staged(
+    node: &Driver,
+    due: &RecordDue,
+) -> Result<crate::ledger::AppendResult, Error> {
+    let signed = pb::SignedRecord::decode(due.signed.as_slice())
+        .map_err(|_| Error::Internal("a staged record does not decode".into()))?;
+    let record = pb::Record::decode(signed.payload.as_ref())
+        .map_err(|_| Error::Internal("a staged record does not decode".into()))?;
+    let input = crate::convert::record_from_pb(due.record, &record)?;
+    node.ledger
+        .append(crate::ledger::Append {
+            id: due.record,
+            signed,
+            input,
+        })
+        .await
+}
+
 /// Writes everything owed now, each at most once per process once written (`tried`): a record
 /// the kernel refused is not retried in a loop (a restart tries once more); one that could not
 /// be written is tried again on the next wake.
 async fn drive(node: &Driver, tried: &mut HashSet<(String, &'static str, String)>) {
-    let owed = match node.projection.read() {
-        Ok(p) => owed(&p.envelopes),
+    let now = node.clock.now_ms();
+    let (owed, due) = match node.projection.read() {
+        Ok(p) => (
+            owed(&p.envelopes, &|env| {
+                validate_staged(&p, &node.keys, env, now)
+            }),
+            p.envelopes.records_due(),
+        ),
         Err(_) => return,
     };
+    for d in due {
+        let key = (d.envelope.clone(), "staged_record", hex::encode(d.record));
+        if !tried.insert(key.clone()) {
+            continue;
+        }
+        match write_staged(node, &d).await {
+            Ok(r) => tracing::info!(
+                envelope = %d.envelope,
+                record = %hex::encode(d.record),
+                sequence = r.sequence,
+                applied = r.outcome.applied,
+                rejection = %r.outcome.rejection_code,
+                "envelope staged record written"
+            ),
+            Err(e) => {
+                tried.remove(&key);
+                tracing::warn!(envelope = %d.envelope, error = %e, "staged record not written")
+            }
+        }
+    }
     for o in owed {
         let key = (
             o.op.envelope.clone(),

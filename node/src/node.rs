@@ -53,6 +53,10 @@ impl Node {
             ledger: self.ledger.clone(),
             projection: self.projection.clone(),
             config: self.config.envelopes.clone(),
+            keys: crate::envelope_driver::Keys {
+                node: self.node_key.clone(),
+                parties: self.party_keys.clone(),
+            },
         }
     }
 

@@ -247,7 +247,12 @@ impl Projection {
         }
         // apply_with sees every commitment: a taken reopening id is refused, and an admission
         // about a record of no known commitment is applied without derived state.
-        let result = k::apply_with(&self.commitments, record, access, now);
+        // Commit envelopes (issue 13 item 7b): a commitment staged in an open envelope is held.
+        let result = match self.envelopes.hold(record, access) {
+            Some(r) => Err(r),
+            None => k::apply_with(&self.commitments, record, access, now),
+        };
+        self.envelopes.note_written(&record.id);
         let outcome = match result {
             Ok(k::Applied { next, effects }) => {
                 if let Some(c) = next {

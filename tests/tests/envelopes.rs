@@ -72,6 +72,7 @@ fn change(kind: env::ChangeKind, account: &str, amount: u64) -> env::EnvelopeCha
         kind: kind as i32,
         account: account.into(),
         amount,
+        ..Default::default()
     }
 }
 
@@ -330,6 +331,7 @@ async fn bad_input_is_refused_with_its_field_and_strangers_see_nothing() {
                 kind: 0,
                 account: "src".into(),
                 amount: 1,
+                ..Default::default()
             }],
         }],
     };
@@ -365,4 +367,190 @@ async fn bad_input_is_refused_with_its_field_and_strangers_see_nothing() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::Unauthenticated);
+}
+
+/// The wire name of an envelope record's step, or `tick`.
+fn step_of(r: &rec::Record) -> &'static str {
+    use env::envelope_record::Step as S;
+    match &r.operation {
+        Some(Operation::Envelope(e)) => match &e.step {
+            Some(S::Start(_)) => "envelope_start",
+            Some(S::Prepare(_)) => "envelope_prepare",
+            Some(S::Vote(_)) => "envelope_vote",
+            Some(S::Prepared(_)) => "envelope_prepared",
+            Some(S::Commit(_)) => "envelope_commit",
+            Some(S::Abort(_)) => "envelope_abort",
+            None => "",
+        },
+        Some(Operation::Tick(_)) => "tick",
+        _ => "",
+    }
+}
+
+/// The records of envelope `id` with step `step` that `node` authored.
+async fn own_records(node: &TestNode, id: &str, step: &str) -> Vec<rec::Record> {
+    ledger(node)
+        .await
+        .iter()
+        .map(decode)
+        .filter(|r| {
+            r.commitment_id == id
+                && step_of(r) == step
+                && r.author
+                    .as_ref()
+                    .is_some_and(|a| a.organisation == node.name)
+        })
+        .collect()
+}
+
+/// The same lifecycle event delivered again: a copy of `r` under a new id (another nonce),
+/// signed with the node key of its author's node and submitted there, so it is recorded, applied
+/// and routed like the original.
+async fn again(node: &TestNode, r: &rec::Record) {
+    let mut r = r.clone();
+    r.nonce = rand::random::<[u8; 8]>().to_vec().into();
+    submit(node, &node_signer(node), &r).await;
+}
+
+/// A tick by `node`'s envelope service listing `id` whatever its phase (the node's own
+/// scheduler lists only PREPARING envelopes).
+async fn tick_listing(node: &TestNode, id: &str, instant_time: i64) {
+    let mut r = record(
+        &node.name,
+        "envelope-service",
+        &format!("tick-{instant_time}"),
+        &[],
+        Operation::Tick(env::Tick {
+            tick_id: format!("tick-{instant_time}"),
+            instant_time,
+        }),
+    );
+    r.items = vec![id.to_string()];
+    submit(node, &node_signer(node), &r).await;
+}
+
+/// Waits until `node`'s history of `id` has at least `n` lines.
+async fn wait_history(node: &TestNode, id: &str, n: usize) -> env::Envelope {
+    accord_tests::eventually(WAIT, || async {
+        get(node, id).await.filter(|e| e.history.len() >= n)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{}: {id} never has {n} events: {e}", node.name))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_event_delivered_again_after_commit_changes_nothing() {
+    accord_tests::ensure_fresh_bins();
+    let (a, b) = two_orgs().await;
+    start(&a, "t-5", 30, 0).await;
+    let before_a = wait_phase(&a, "t-5", "COMMITTED").await;
+    let before_b = wait_phase(&b, "t-5", "COMMITTED").await;
+    // Arrows "PREPARING/COMMITTING/COMMITTED prepare duplicate", "COMMITTED prepared, commit
+    // duplicate", "any ack the same answer again", "COMMITTED tick": each delivered again, at
+    // the coordinator and (routed) at the participant.
+    let mut sent = 0;
+    for step in [
+        "envelope_prepare",
+        "envelope_prepared",
+        "envelope_commit",
+        "envelope_vote",
+    ] {
+        for r in own_records(&a, "t-5", step).await {
+            again(&a, &r).await;
+            sent += 1;
+        }
+    }
+    for r in own_records(&b, "t-5", "envelope_vote").await {
+        again(&b, &r).await;
+        sent += 1;
+    }
+    tick_listing(&a, "t-5", before_a.started_at_unix_ms + TIMEOUT_MS + 1_000).await;
+    sent += 1;
+    assert_eq!(sent, 6, "prepare, prepared, commit, two votes and a tick");
+    let at_a = wait_history(&a, "t-5", before_a.history.len() + sent).await;
+    let at_b = wait_history(&b, "t-5", before_b.history.len() + sent).await;
+    for (before, now) in [(&before_a, &at_a), (&before_b, &at_b)] {
+        assert_eq!(now.phase, "COMMITTED");
+        assert_eq!(
+            now.accounts, before.accounts,
+            "{}: nothing moved again",
+            now.role
+        );
+        assert_eq!(now.votes, before.votes);
+        // Every new line of the history leaves the envelope COMMITTED.
+        assert!(
+            now.history[before.history.len()..]
+                .iter()
+                .all(|h| h.phase == "COMMITTED")
+        );
+    }
+    assert_eq!(account(&at_a, "src").balance, 70);
+    assert_eq!(account(&at_b, "dst").balance, 80);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_abort_delivered_twice_and_late_answers_leave_the_same_state() {
+    accord_tests::ensure_fresh_bins();
+    let (a, b) = two_orgs().await;
+    start(&a, "t-6", 30, 500).await;
+    let before_a = wait_phase(&a, "t-6", "ABORTED").await;
+    let before_b = wait_phase(&b, "t-6", "ABORTED").await;
+    // Arrows "ABORTED abort duplicate", "ABORTED prepare duplicate", "ABORTED ack/nack (a late
+    // or repeated answer)", "ABORTED tick".
+    let mut sent = 0;
+    for step in ["envelope_abort", "envelope_prepare", "envelope_vote"] {
+        for r in own_records(&a, "t-6", step).await {
+            again(&a, &r).await;
+            sent += 1;
+        }
+    }
+    let nack = own_records(&b, "t-6", "envelope_vote").await;
+    assert_eq!(nack.len(), 1, "globex answered once");
+    again(&b, &nack[0]).await;
+    sent += 1;
+    tick_listing(&a, "t-6", before_a.started_at_unix_ms + TIMEOUT_MS + 1_000).await;
+    sent += 1;
+    assert!(
+        sent >= 4,
+        "abort, prepare, globex's NACK and a tick at least"
+    );
+    let at_a = wait_history(&a, "t-6", before_a.history.len() + sent).await;
+    let at_b = wait_history(&b, "t-6", before_b.history.len() + sent).await;
+    for (before, now) in [(&before_a, &at_a), (&before_b, &at_b)] {
+        assert_eq!(now.phase, "ABORTED");
+        assert_eq!(now.abort_cause, before.abort_cause);
+        assert_eq!(now.votes, before.votes);
+        // The cleanup ran again and left the same accounts: reservation 0, no marks.
+        assert_eq!(now.accounts, before.accounts, "{}: same state", now.role);
+    }
+    let src = account(&at_a, "src");
+    assert_eq!((src.balance, src.reserved, src.pending.len()), (100, 0, 0));
+    assert_eq!(account(&at_b, "dst").balance, 50);
+}
+
+/// Issue 13 item 9: `accordctl bench envelope --quick --json` runs (CI runs every bench once)
+/// and its last line carries the figures BENCHMARKS.md names, as numbers. No timing asserted.
+#[test]
+fn the_quick_envelope_bench_prints_its_figures() {
+    accord_tests::ensure_fresh_bins();
+    let args = ["bench", "envelope", "--quick", "--json"];
+    let (code, out, err) = accord_tests::run_bin("accordctl", &args, None).unwrap();
+    assert_eq!(code, 0, "accordctl {args:?} failed:\n{err}");
+    let line = out.lines().last().expect("a last line");
+    let v: serde_json::Value = serde_json::from_str(line).expect("JSON");
+    for k in [
+        "envelopes_committed_per_s",
+        "start_to_committed_p50_ms",
+        "start_to_committed_p99_ms",
+        "committed_per_s",
+        "federation_round_trip_ms",
+        "group_commit_p50_ms",
+        "design_target_ms",
+    ] {
+        assert!(v[k].is_number(), "{k} missing in {line}");
+    }
+    assert_eq!(
+        v["committed"], v["envelopes"],
+        "every envelope COMMITTED: {line}"
+    );
 }

@@ -5,7 +5,7 @@
 //! p50/p99 latency from submit-at-A to admitted-at-B at a paced load, beside this machine's
 //! one-core Ed25519 `verify_batch` rate.
 
-use crate::inproc::{InProcNode, Placement, add_peer, admin_request};
+use crate::inproc::{InProcNode, Placement, admin_request};
 use accord_proto::note::Signer;
 use accord_proto::pb::admin::v1::{self as admin, admin_service_client::AdminServiceClient};
 use accord_proto::pb::record::v1::{
@@ -121,25 +121,7 @@ pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Resul
         Placement::Child
     };
     let tmp = tempfile::tempdir()?;
-    let tune = |t: &mut String| {
-        t.push_str(
-            "\n[federation]\nretry_base_ms = 20\nretry_max_ms = 500\nreceipt_poll_ms = 500\n",
-        );
-    };
-    let na = InProcNode::start_placed(tmp.path(), "acme", &["alice"], tune, placement).await?;
-    let nb = InProcNode::start_placed(tmp.path(), "globex", &["bob"], tune, placement).await?;
-    // Wait until both serve, then peer them both ways.
-    for n in [&na, &nb] {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while n.channel().await.is_err() {
-            if Instant::now() > deadline {
-                return Err(anyhow!("{} did not start", n.name));
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-    add_peer(&na, &nb, &["bob"]).await?;
-    add_peer(&nb, &na, &["alice"]).await?;
+    let (na, nb) = crate::inproc::start_pair(tmp.path(), placement).await?;
     let alice: Signer = na.party("alice")?;
     let mut admin_a = AdminServiceClient::new(na.channel().await?);
     let mut admin_b = AdminServiceClient::new(nb.channel().await?);

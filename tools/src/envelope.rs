@@ -16,7 +16,7 @@ pub enum EnvelopeCmd {
     /// Envelopes known to the node, open ones first, oldest first.
     List(ListArgs),
     /// Start an envelope as the party whose token is given (the node coordinates it).
-    Start(StartArgs),
+    Start(Box<StartArgs>),
 }
 
 /// Options of `envelope show`.
@@ -54,8 +54,11 @@ pub struct StartArgs {
     pub id: Option<String>,
     /// A change, `ORG:debit:ACCOUNT:AMOUNT` or `ORG:credit:ACCOUNT:AMOUNT` (repeat; each
     /// organisation named is a participant).
-    #[arg(long = "change", required = true)]
+    #[arg(long = "change", required_unless_present = "delegate")]
     pub changes: Vec<String>,
+    /// An atomic cross-organisation delegate (`--type` becomes `obligation_delegate`).
+    #[command(flatten)]
+    pub delegate: crate::envelope_delegate::DelegateArgs,
 }
 
 async fn client(c: &ReadArgs) -> Result<EnvelopeServiceClient<crate::creds::Authed>> {
@@ -107,6 +110,7 @@ pub fn parse_changes(list: &[String]) -> Result<Vec<pb::EnvelopeParticipant>> {
             kind: kind as i32,
             account: account.to_string(),
             amount,
+            ..Default::default()
         };
         match out.iter_mut().find(|p| p.participant == org) {
             Some(p) => p.changes.push(change),
@@ -123,6 +127,9 @@ fn change_text(c: &pb::EnvelopeChange) -> String {
     let kind = match pb::ChangeKind::try_from(c.kind) {
         Ok(pb::ChangeKind::Debit) => "debit",
         Ok(pb::ChangeKind::Credit) => "credit",
+        Ok(pb::ChangeKind::Record) => {
+            return format!("record on {} ({} bytes)", c.account, c.signed_record.len());
+        }
         _ => "?",
     };
     format!("{kind} {} {}", c.account, c.amount)
@@ -273,12 +280,23 @@ async fn list(a: ListArgs, out: Output) -> Result<()> {
 }
 
 async fn start(a: StartArgs, out: Output) -> Result<()> {
-    let participants = parse_changes(&a.changes)?;
+    let (envelope_type, participants) = match &a.delegate.delegate {
+        Some(c) if !a.changes.is_empty() => {
+            return Err(anyhow!(
+                "--delegate {c}: give either --delegate or --change"
+            ));
+        }
+        Some(c) => (
+            "obligation_delegate".to_string(),
+            crate::envelope_delegate::participants(&a.delegate, c)?,
+        ),
+        None => (a.envelope_type.clone(), parse_changes(&a.changes)?),
+    };
     let r = client(&a.conn)
         .await?
         .start(pb::StartRequest {
             envelope: a.id.clone().unwrap_or_default(),
-            envelope_type: a.envelope_type.clone(),
+            envelope_type,
             participants,
         })
         .await
@@ -299,7 +317,7 @@ pub async fn run(c: EnvelopeCmd, out: Output) -> Result<()> {
     match c {
         EnvelopeCmd::Show(a) => show(a, out).await,
         EnvelopeCmd::List(a) => list(a, out).await,
-        EnvelopeCmd::Start(a) => start(a, out).await,
+        EnvelopeCmd::Start(a) => start(*a, out).await,
     }
 }
 

@@ -342,3 +342,32 @@ pub async fn add_peer(node: &InProcNode, other: &InProcNode, parties: &[&str]) -
         .map_err(|s| anyhow::anyhow!("AddPeer: {}", s.message()))?;
     Ok(())
 }
+
+/// The two-organisation set-up of `bench federation` and `bench envelope`: acme (party alice)
+/// and globex (party bob), started under `dir` as `placement` says with quick federation
+/// retries, each waited for until it serves, then peered both ways.
+pub async fn start_pair(
+    dir: &std::path::Path,
+    placement: Placement,
+) -> Result<(InProcNode, InProcNode)> {
+    let tune = |t: &mut String| {
+        t.push_str(
+            "\n[federation]\nretry_base_ms = 20\nretry_max_ms = 500\nreceipt_poll_ms = 500\n",
+        );
+    };
+    let na = InProcNode::start_placed(dir, "acme", &["alice"], tune, placement).await?;
+    let nb = InProcNode::start_placed(dir, "globex", &["bob"], tune, placement).await?;
+    for n in [&na, &nb] {
+        // Poll until it serves (no fixed sleep stands in for readiness).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while n.channel().await.is_err() {
+            if std::time::Instant::now() > deadline {
+                anyhow::bail!("{} did not start", n.name);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+    add_peer(&na, &nb, &["bob"]).await?;
+    add_peer(&nb, &na, &["alice"]).await?;
+    Ok((na, nb))
+}

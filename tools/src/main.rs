@@ -24,6 +24,9 @@ mod creds;
 mod demo;
 #[cfg(feature = "node")]
 mod envelope;
+/// `envelope start --delegate`: the pre-signed halves of a cross-organisation delegate.
+#[cfg(feature = "node")]
+mod envelope_delegate;
 #[cfg(feature = "node")]
 mod health;
 #[cfg(feature = "node")]

@@ -181,6 +181,9 @@ codes! {
     VoteChanged => "vote_changed",
     /// A commit at a participant whose own ACK is not recorded.
     NotPrepared => "not_prepared",
+    /// A record of this organisation's party on a commitment that an open commit envelope holds
+    /// (its staged records are the only ones this node writes on it until the envelope ends).
+    EnvelopeHold => "envelope_hold",
 }
 
 impl fmt::Display for RejectionCode {

@@ -40,15 +40,60 @@ stage = [{ op = "credit", field = "budget" }, { op = "append", field = "pending"
 abort_cleanup = [{ op = "remove_from_list", field = "pending", filter = "dedup" }]
 "#;
 
+/// The built-in atomic cross-organisation delegate (`obligation_delegate`, issue 13 item 7b):
+/// the obligation moves from a party of one organisation to a party of another — the kernel's
+/// own delegate (seed 000, "Operations": the obligor's `delegate_offer`, the new obligor's
+/// `delegate_acceptance`), both pre-signed and carried as record changes — or stays. Every
+/// participant (the obligee's organisation too) holds the commitment and validates the two
+/// records against its copy on prepare; on commit the offer's and then the acceptance's
+/// organisation write them; on abort they are dropped.
+const OBLIGATION_DELEGATE_DECL: &str = r#"
+name = "obligation_delegate"
+lifecycle = { prepare_event = "DELEGATE_PREPARED", prepared_event = "DELEGATE_PREPARE_CONFIRMED", commit_event = "DELEGATE_COMMITTED", abort_event = "DELEGATE_ABORTED" }
+timeout = { abort_after_seconds = 30, tick_event = "CLOCK_TICK" }
+
+[events.DELEGATE_PREPARED]
+state = "envelope_state"
+[events.DELEGATE_PREPARE_CONFIRMED]
+state = "envelope_state"
+[events.DELEGATE_COMMITTED]
+state = "envelope_state"
+[events.DELEGATE_ABORTED]
+state = "envelope_state"
+[events.CLOCK_TICK]
+kind = "system"
+state = "scheduler"
+entity_expr = "event.tick_id"
+payload = { tick_id = "string", instant_time = "integer" }
+
+[[participants]]
+role = "obligee"
+stage = [{ op = "hold", field = "commitment" }]
+abort_cleanup = [{ op = "remove_from_list", field = "holds", filter = "dedup" }]
+
+[[participants]]
+role = "obligor"
+stage = [{ op = "hold", field = "commitment" }, { op = "submit", field = "delegate_offer" }]
+abort_cleanup = [{ op = "remove_from_list", field = "holds", filter = "dedup" }]
+
+[[participants]]
+role = "new_obligor"
+stage = [{ op = "hold", field = "commitment" }, { op = "submit", field = "delegate_acceptance" }]
+abort_cleanup = [{ op = "remove_from_list", field = "holds", filter = "dedup" }]
+"#;
+
 /// The built-in types.
 pub fn defaults() -> Vec<ke::EnvelopeType> {
-    match toml::from_str(BUDGET_TRANSFER_DECL) {
-        Ok(t) => vec![t],
-        Err(e) => {
-            tracing::error!(error = %e, "built-in envelope type does not parse");
-            Vec::new()
-        }
-    }
+    [BUDGET_TRANSFER_DECL, OBLIGATION_DELEGATE_DECL]
+        .into_iter()
+        .filter_map(|decl| match toml::from_str(decl) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::error!(error = %e, "built-in envelope type does not parse");
+                None
+            }
+        })
+        .collect()
 }
 
 /// The built-in types, by name.
@@ -173,8 +218,10 @@ mod tests {
     #[test]
     fn the_built_in_transfer_is_the_seeds_and_valid() {
         let d = defaults();
-        assert_eq!(d.len(), 1);
+        assert_eq!(d.len(), 2, "budget_transfer and obligation_delegate");
         assert_eq!(d[0].name, "budget_transfer");
+        assert_eq!(d[1].name, "obligation_delegate");
+        assert!(d[1].is_valid(Some(5)), "{:?}", d[1].validate(Some(5)));
         assert_eq!(d[0].lifecycle.abort_event, "TRANSFER_ABORTED");
         assert!(d[0].is_valid(Some(5)), "{:?}", d[0].validate(Some(5)));
         // Ticking every 30 s against a 30 s timeout is the seed's warning.

@@ -180,7 +180,7 @@ impl Envelopes {
             }
         };
         if to != from || matches!(op.step, ke::EnvelopeStep::Vote { .. }) {
-            self.participate(&next, record, op, budget)?;
+            self.participate(&next, record, op, access, budget)?;
         }
         next.phase = to;
         next.log.push(ke::LogEntry {

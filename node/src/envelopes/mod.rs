@@ -21,6 +21,7 @@
 
 mod follow;
 mod owed;
+mod staged;
 /// The envelope types a node knows; they live beside the config that declares them.
 pub use crate::config::envelope_types as types;
 
@@ -29,6 +30,7 @@ use accord_kernel as k;
 use accord_kernel::envelope::{self as ke, Phase};
 use accord_proto::signing::RecordId;
 pub use owed::{Owed, owed};
+pub use staged::{RecordDue, records};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The party of each organisation that writes its node's lifecycle records, votes and ticks.
@@ -67,6 +69,18 @@ pub struct Envelopes {
     book: ke::Book,
     /// This node's own vote record per envelope, once applied.
     voted: BTreeMap<String, (ke::Vote, RecordId)>,
+    /// The envelopes not yet terminal here (review of issue 13: the driver scans only these,
+    /// O(open) per ledger change, not O(history)). Maintained by [`Envelopes::apply`].
+    open: BTreeSet<String>,
+    /// Every staged record (a [`ke::Change::Record`]) of an envelope prepared here → its
+    /// envelope (kept, so the router finds a record's envelope after the envelope closed).
+    staged: BTreeMap<RecordId, String>,
+    /// Commitments held by open envelopes → the envelope (`staged.rs`).
+    holds: BTreeMap<String, String>,
+    /// Staged records of open envelopes that are in this ledger.
+    written: BTreeSet<RecordId>,
+    /// Access as of the last prepare that staged records (the driver validates with it).
+    access: Option<k::Access>,
     /// Changed since the last publication (the working copy only).
     touched: BTreeSet<String>,
 }
@@ -94,6 +108,11 @@ impl Envelopes {
     /// Every envelope.
     pub fn all(&self) -> impl Iterator<Item = &ke::Envelope> {
         self.envelopes.values()
+    }
+
+    /// The envelopes not yet terminal here (COMMITTED and ABORTED ones are left out).
+    pub fn open(&self) -> impl Iterator<Item = &ke::Envelope> {
+        self.open.iter().filter_map(|id| self.envelopes.get(id))
     }
 
     /// One envelope's history here.
@@ -180,7 +199,7 @@ impl Envelopes {
         // This organisation's part, on the transitions (never on duplicates); refused → nothing
         // changes.
         if before != Some(next.phase) || matches!(op.step, ke::EnvelopeStep::Vote { .. }) {
-            self.participate(&next, record, op, budget)?;
+            self.participate(&next, record, op, access, budget)?;
         }
         self.envelopes.insert(id.clone(), next);
         self.log(id, record, now, event_name(op));
@@ -193,6 +212,7 @@ impl Envelopes {
         env: &ke::Envelope,
         record: &k::Record,
         op: &ke::EnvelopeOperation,
+        access: &k::Access,
         budget: &dyn Fn(&str) -> Option<u64>,
     ) -> Result<(), k::Rejection> {
         let id = &op.envelope;
@@ -201,8 +221,9 @@ impl Envelopes {
         }
         match &op.step {
             ke::EnvelopeStep::Prepare => {
+                self.stage_records(env, access);
                 let changes = env.changes_of(&self.org).to_vec();
-                for c in &changes {
+                for c in changes.iter().filter(|c| c.is_budget()) {
                     let a = c.account();
                     if !self.book.accounts.contains_key(a)
                         && let Some(balance) = budget(a)
@@ -279,6 +300,21 @@ impl Envelopes {
             phase,
         });
         self.touched.insert(id.to_string());
+        self.reopen(id);
+    }
+
+    /// Keeps `id` in the open set while it is not terminal here.
+    fn reopen(&mut self, id: &str) {
+        match self.envelopes.get(id) {
+            Some(e) if !e.phase.is_terminal() || self.awaiting_records(e) => {
+                self.open.insert(id.to_string());
+            }
+            _ => {
+                if self.open.remove(id) {
+                    self.release(id);
+                }
+            }
+        }
     }
 
     /// Copies what changed since the last call into `published` (O(envelopes touched)).
@@ -287,6 +323,13 @@ impl Envelopes {
             published.org = self.org.clone();
             published.types = self.types.clone();
         }
+        if !self.touched.is_empty() && (!self.holds.is_empty() || !published.holds.is_empty()) {
+            // Small: only envelopes carrying records, while open (`staged.rs`).
+            published.holds = self.holds.clone();
+            published.written = self.written.clone();
+            published.access = self.access.clone();
+        }
+
         for id in std::mem::take(&mut self.touched) {
             if let Some(e) = self.envelopes.get(&id) {
                 for c in e.changes_of(&self.org) {
@@ -298,7 +341,13 @@ impl Envelopes {
                     }
                 }
                 published.envelopes.insert(id.clone(), e.clone());
+                for (_, _, r, _) in records(e) {
+                    if let Some(x) = self.staged.get(r) {
+                        published.staged.insert(*r, x.clone());
+                    }
+                }
             }
+            published.reopen(&id);
             if let Some(h) = self.history.get(&id) {
                 let to = published.history.entry(id.clone()).or_default();
                 to.extend_from_slice(&h[to.len().min(h.len())..]);

@@ -16,12 +16,18 @@ pub struct Owed {
     pub basis: Vec<RecordId>,
 }
 
+/// Validates an envelope's staged records against this node's state (`staged.rs`): `Err` is
+/// the NACK's reason.
+pub type Validate<'a> = &'a dyn Fn(&ke::Envelope) -> Result<(), String>;
+
 /// What `envs` owes now: each coordinated envelope's next lifecycle record, and this
-/// organisation's vote on every envelope it stages for and has not answered in its ledger.
-pub fn owed(envs: &Envelopes) -> Vec<Owed> {
+/// organisation's vote on every envelope it stages for and has not answered in its ledger. The
+/// vote on an envelope carrying records is the book's answer and `validate`'s.
+pub fn owed(envs: &Envelopes, validate: Validate<'_>) -> Vec<Owed> {
     let org = envs.org();
     let mut out = Vec::new();
-    for env in envs.all() {
+    // Only the open envelopes: a terminal one owes nothing (review: O(open), not O(history)).
+    for env in envs.open() {
         if envs.coordinates(env)
             && let Some(ke::EnvelopeEffect::Emit {
                 envelope,
@@ -63,19 +69,25 @@ pub fn owed(envs: &Envelopes) -> Vec<Owed> {
             && envs.own_vote(&env.id).is_none()
             && let (Some(vote), Some(prepare)) = (envs.book().votes.get(&env.id), env.prepare)
         {
+            let (vote, reason) = match vote {
+                ke::Vote::Nack => (
+                    ke::Vote::Nack,
+                    "cannot stage: unknown account or budget not available".to_string(),
+                ),
+                ke::Vote::Ack if super::records(env).next().is_some() => match validate(env) {
+                    Ok(()) => (ke::Vote::Ack, String::new()),
+                    Err(e) => (ke::Vote::Nack, e.chars().take(256).collect()),
+                },
+                ke::Vote::Ack => (ke::Vote::Ack, String::new()),
+            };
             out.push(Owed {
                 op: ke::EnvelopeOperation {
                     envelope: env.id.clone(),
                     event: String::new(),
                     step: ke::EnvelopeStep::Vote {
                         participant: org.to_string(),
-                        vote: *vote,
-                        reason: match vote {
-                            ke::Vote::Ack => String::new(),
-                            ke::Vote::Nack => {
-                                "cannot stage: unknown account or budget not available".into()
-                            }
-                        },
+                        vote,
+                        reason,
                     },
                 },
                 basis: vec![prepare],

@@ -3,7 +3,9 @@
 //! participant's organisation — lifecycle records so participants stage, apply or clean up;
 //! votes so every participant holds every answer the coordinator's prepared record names in its
 //! basis (federation quarantines a record until its basis is in the ledger); a tick to the
-//! organisations of the envelopes it lists (an abort on timeout names the tick).
+//! organisations of the envelopes it lists (an abort on timeout names the tick); a record an
+//! envelope staged (e.g. one half of a delegate) to every organisation of its envelope, so each
+//! participant's copy of the commitment follows it (the old obligor's included).
 
 use crate::projection::Projection;
 use accord_proto::pb::envelope::v1 as epb;
@@ -11,7 +13,11 @@ use accord_proto::pb::record::v1::{Record, record::Operation};
 use std::collections::BTreeSet;
 
 /// The organisations `r` concerns (this one included; the router removes it and unknown peers).
-pub fn destinations(projection: &std::sync::RwLock<Projection>, r: &Record) -> BTreeSet<String> {
+pub fn destinations(
+    projection: &std::sync::RwLock<Projection>,
+    r: &Record,
+    record_id: &[u8],
+) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let ids: Vec<&str> = match &r.operation {
         Some(Operation::Envelope(e)) => {
@@ -22,7 +28,15 @@ pub fn destinations(projection: &std::sync::RwLock<Projection>, r: &Record) -> B
             vec![e.envelope.as_str()]
         }
         Some(Operation::Tick(_)) => r.items.iter().map(String::as_str).collect(),
-        _ => return out,
+        _ => {
+            if let (Ok(p), Ok(id)) = (projection.read(), <[u8; 32]>::try_from(record_id))
+                && let Some(env) = p.envelopes.staged_envelope(&id)
+            {
+                out.insert(env.coordinator.organisation.clone());
+                out.extend(env.participants.iter().map(|x| x.participant.clone()));
+            }
+            return out;
+        }
     };
     if let Ok(p) = projection.read() {
         for id in ids {

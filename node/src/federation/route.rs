@@ -127,7 +127,11 @@ pub fn destinations(cx: &FedContext, entry: &LedgerEntry) -> Vec<String> {
     named_parties(&r, &mut named);
     orgs.extend(named.into_iter().map(|p| p.organisation));
     // Commit envelopes (seed 003): the coordinator's and participants' organisations.
-    orgs.extend(super::envelope_route::destinations(&cx.projection, &r));
+    orgs.extend(super::envelope_route::destinations(
+        &cx.projection,
+        &r,
+        &entry.record_id,
+    ));
     orgs.remove(cx.name());
     let fed = &cx.federation;
     orgs.into_iter()

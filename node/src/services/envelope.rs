@@ -63,6 +63,7 @@ pub fn view(envs: &Envelopes, env: &ke::Envelope) -> pb::Envelope {
     let accounts = env
         .changes_of(envs.org())
         .iter()
+        .filter(|c| c.is_budget())
         .filter_map(|c| {
             book.accounts.get(c.account()).map(|a| pb::Account {
                 account: c.account().to_string(),

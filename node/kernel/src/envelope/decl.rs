@@ -121,6 +121,18 @@ pub enum StageRule {
         /// The field.
         field: String,
     },
+    /// Hold the commitment a staged record is about: this organisation's parties write no
+    /// other record on it until the envelope ends here.
+    Hold {
+        /// The field.
+        field: String,
+    },
+    /// Validate the participant's pre-signed record against its state (prepare) and write it
+    /// to its ledger (commit).
+    Submit {
+        /// The field.
+        field: String,
+    },
 }
 
 /// An abort cleanup rule.

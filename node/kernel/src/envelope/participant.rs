@@ -80,6 +80,9 @@ impl Book {
     /// an envelope whose outcome is known is answered NACK and nothing is staged. NACK when an
     /// account is unknown or a debit exceeds what is available.
     pub fn prepare(&mut self, envelope: &str, changes: &[Change]) -> Vote {
+        // Record changes are not the book's: the node validates them against its commitments.
+        let changes: Vec<Change> = changes.iter().filter(|c| c.is_budget()).cloned().collect();
+        let changes = changes.as_slice();
         if let Some(v) = self.votes.get(envelope) {
             return *v;
         }
@@ -139,7 +142,7 @@ impl Book {
         }
         let changes = self.staged.remove(envelope).unwrap_or_default();
         let id = [envelope.to_string()];
-        for c in &changes {
+        for c in changes.iter().filter(|c| c.is_budget()) {
             let Some(acc) = self.accounts.get_mut(c.account()) else {
                 continue;
             };
@@ -151,6 +154,7 @@ impl Book {
                 Change::Credit { amount, .. } => {
                     acc.balance = acc.balance.saturating_add(*amount);
                 }
+                Change::Record { .. } => {}
             }
             acc.pending = reverse_list(&acc.pending, &id);
         }
@@ -166,7 +170,7 @@ impl Book {
         }
         let changes = self.staged.remove(envelope).unwrap_or_default();
         let id = [envelope.to_string()];
-        for c in &changes {
+        for c in changes.iter().filter(|c| c.is_budget()) {
             let Some(acc) = self.accounts.get_mut(c.account()) else {
                 continue;
             };

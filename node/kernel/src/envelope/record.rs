@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::record::RecordId;
+
 /// One envelope record: the envelope, the declared event name it is emitted under, the step.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnvelopeOperation {
@@ -96,14 +98,33 @@ pub enum Change {
         /// How much.
         amount: u64,
     },
+    /// A kernel record pre-signed by one of the participant's parties (e.g. one half of a
+    /// delegate, seed 000 "Operations"), kept as its signed wire bytes: validated against the
+    /// participant's state on prepare (without applying), written to the participant's ledger on
+    /// commit, dropped on abort. The envelope's record changes, in participant order, are one
+    /// sequence: a participant writes its own only once every earlier one is in its ledger.
+    Record {
+        /// The commitment the record is about (held while the envelope is open).
+        commitment: String,
+        /// The record's id (SHA-256 of PAE(payload_type, payload)).
+        record: RecordId,
+        /// The encoded `accord.record.v1.SignedRecord`.
+        signed: Vec<u8>,
+    },
 }
 
 impl Change {
-    /// The account changed.
+    /// The account changed (the commitment, for a record change).
     pub fn account(&self) -> &str {
         match self {
             Change::Debit { account, .. } | Change::Credit { account, .. } => account,
+            Change::Record { commitment, .. } => commitment,
         }
+    }
+
+    /// Whether this is a budget change (debit or credit) that a [`Book`](super::Book) stages.
+    pub fn is_budget(&self) -> bool {
+        matches!(self, Change::Debit { .. } | Change::Credit { .. })
     }
 }
 

@@ -1,0 +1,337 @@
+//! Envelopes that carry pre-signed kernel records (issue 13 item 7b, the atomic
+//! cross-organisation delegate): the records are a [`ke::Change::Record`] each, in participant
+//! order one sequence (e.g. B's party's `delegate_offer`, then C's party's
+//! `delegate_acceptance` naming it).
+//!
+//! * prepare: every participant *holds* each commitment the records are about — its own
+//!   parties' other records on it are refused `envelope_hold` ([`Envelopes::hold`], called by
+//!   the projection before the kernel) — and its driver validates the whole sequence against its
+//!   own copy of the commitments with the kernel, without applying, then votes.
+//! * commit: each participant writes its own records to its ledger, each once every earlier
+//!   record of the sequence is in its ledger ([`Envelopes::records_due`]); federation carries
+//!   them (the router also sends a staged record to every participant of its envelope).
+//! * abort: the records are dropped; the hold ends.
+//!
+//! The hold lasts while the envelope is open here and, once COMMITTED, until every record of the
+//! sequence is in this ledger — so between a participant's ACK and the records' arrival no
+//! record of its organisation's parties changes the commitment under the envelope.
+
+use super::Envelopes;
+use accord_kernel as k;
+use accord_kernel::envelope::{self as ke, Phase};
+use accord_proto::signing::RecordId;
+
+/// The record changes of `env`, in sequence order: (participant, commitment, record id, bytes).
+pub fn records(env: &ke::Envelope) -> impl Iterator<Item = (&str, &str, &RecordId, &[u8])> {
+    env.participants.iter().flat_map(|p| {
+        p.changes.iter().filter_map(move |c| match c {
+            ke::Change::Record {
+                commitment,
+                record,
+                signed,
+            } => Some((
+                p.participant.as_str(),
+                commitment.as_str(),
+                record,
+                signed.as_slice(),
+            )),
+            _ => None,
+        })
+    })
+}
+
+/// One staged record this node owes its ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordDue {
+    /// The envelope.
+    pub envelope: String,
+    /// The record id.
+    pub record: RecordId,
+    /// The encoded signed record.
+    pub signed: Vec<u8>,
+}
+
+impl Envelopes {
+    /// prepare: hold every commitment `env`'s records are about and index its records.
+    pub(super) fn stage_records(&mut self, env: &ke::Envelope, access: &k::Access) {
+        let staged: Vec<(String, RecordId)> = records(env)
+            .map(|(_, c, id, _)| (c.to_string(), *id))
+            .collect();
+        if staged.is_empty() {
+            return;
+        }
+        for (commitment, id) in staged {
+            self.staged.insert(id, env.id.clone());
+            self.holds.insert(commitment, env.id.clone());
+        }
+        self.access = Some(access.clone());
+    }
+
+    /// Whether `env` is COMMITTED here but some record of its sequence is not in this ledger.
+    pub(super) fn awaiting_records(&self, env: &ke::Envelope) -> bool {
+        env.phase == Phase::Committed
+            && self.holds.values().any(|e| *e == env.id)
+            && records(env).any(|(_, _, id, _)| !self.written.contains(id))
+    }
+
+    /// The envelope left the open set: its hold ends.
+    pub(super) fn release(&mut self, id: &str) {
+        self.holds.retain(|_, e| e != id);
+        if let Some(env) = self.envelopes.get(id) {
+            for (_, _, r, _) in records(env) {
+                self.written.remove(r);
+            }
+        }
+    }
+
+    /// The refusal of `record` if an open envelope holds its commitment: a record of this
+    /// organisation's parties other than the envelope's own staged ones. Peers' records (their
+    /// nodes hold the commitment the same way), the Work service party's, this node's envelope
+    /// service's and admission declarations pass.
+    pub fn hold(&self, record: &k::Record, access: &k::Access) -> Option<k::Rejection> {
+        let env = self.holds.get(&record.commitment)?;
+        if record.author.organisation != self.org
+            || record.author == access.service
+            || record.author.name == super::ENVELOPE_SERVICE
+            || matches!(record.op, k::Operation::Admission { .. })
+            || self.staged.contains_key(&record.id)
+        {
+            return None;
+        }
+        Some(k::Rejection::new(
+            k::RejectionCode::EnvelopeHold,
+            format!(
+                "commitment {:?} is held by the open envelope {env:?} until it ends",
+                record.commitment
+            ),
+        ))
+    }
+
+    /// A record reached this ledger (applied or refused by the kernel): if it is a staged record
+    /// of an envelope, the sequence moves on here.
+    pub fn note_written(&mut self, id: &RecordId) {
+        let Some(env) = self.staged.get(id).cloned() else {
+            return;
+        };
+        if self.holds.values().any(|e| *e == env) && self.written.insert(*id) {
+            self.touched.insert(env.clone());
+            self.reopen(&env);
+        }
+    }
+
+    /// The envelope whose staged record `id` is, if any (the router sends it to every
+    /// participant).
+    pub fn staged_envelope(&self, id: &RecordId) -> Option<&ke::Envelope> {
+        self.staged.get(id).and_then(|e| self.envelopes.get(e))
+    }
+
+    /// Access as of the last prepare that staged records (what the driver validates with).
+    pub fn access(&self) -> Option<&k::Access> {
+        self.access.as_ref()
+    }
+
+    /// The staged records this node owes its ledger now: of every COMMITTED envelope, the next
+    /// record of the sequence not yet in this ledger, if it is this organisation's.
+    pub fn records_due(&self) -> Vec<RecordDue> {
+        let mut out = Vec::new();
+        for env in self.open() {
+            if env.phase != Phase::Committed {
+                continue;
+            }
+            if let Some((p, _, id, signed)) =
+                records(env).find(|(_, _, id, _)| !self.written.contains(*id))
+                && p == self.org
+            {
+                out.push(RecordDue {
+                    envelope: env.id.clone(),
+                    record: *id,
+                    signed: signed.to_vec(),
+                });
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelopes::types;
+
+    const A: &str = "acme";
+    const B: &str = "globex";
+
+    fn access_b() -> k::Access {
+        k::Access::new(k::Party::new(B, "work-service"))
+            .with_members(B, ["bob", crate::envelopes::ENVELOPE_SERVICE])
+            .with_organisation(A)
+    }
+
+    fn rec(id: u8, author: (&str, &str), commitment: &str, op: k::Operation) -> k::Record {
+        k::Record {
+            id: [id; 32],
+            author: k::Party::new(author.0, author.1),
+            commitment: commitment.into(),
+            basis: vec![],
+            items: vec![],
+            op,
+        }
+    }
+
+    fn env_op(step: ke::EnvelopeStep, event: &str) -> k::Operation {
+        k::Operation::Envelope(Box::new(ke::EnvelopeOperation {
+            envelope: "d".into(),
+            event: event.into(),
+            step,
+        }))
+    }
+
+    /// globex follows acme's delegate envelope: from prepare on, bob's own records on the held
+    /// commitment are refused `envelope_hold`, the staged offer and peers' records are not; the
+    /// abort ends the hold, and nothing is owed.
+    #[test]
+    fn prepare_holds_the_commitment_and_the_abort_releases_it() {
+        let mut envs = Envelopes::new(B, types::all_defaults());
+        let acc = access_b();
+        let none = |_: &str| None;
+        let offer = [9u8; 32];
+        let start = ke::EnvelopeStart {
+            envelope_type: "obligation_delegate".into(),
+            participants: vec![ke::ParticipantChanges {
+                participant: B.into(),
+                changes: vec![ke::Change::Record {
+                    commitment: "job".into(),
+                    record: offer,
+                    signed: vec![1, 2, 3],
+                }],
+            }],
+        };
+        let r = rec(
+            1,
+            (A, "alice"),
+            "d",
+            env_op(ke::EnvelopeStep::Start(start), ""),
+        );
+        assert!(envs.apply(&r, &acc, 10, &none).applied);
+        let bob = rec(50, (B, "bob"), "job", k::Operation::Promise);
+        assert!(envs.hold(&bob, &acc).is_none(), "not held before prepare");
+        let mut p = rec(
+            2,
+            (A, crate::envelopes::ENVELOPE_SERVICE),
+            "d",
+            env_op(ke::EnvelopeStep::Prepare, "P"),
+        );
+        p.basis = vec![[1; 32]];
+        assert!(envs.apply(&p, &acc, 11, &none).applied);
+        let held = envs.hold(&bob, &acc).expect("held after prepare");
+        assert_eq!(held.code, k::RejectionCode::EnvelopeHold);
+        let mut staged = bob.clone();
+        staged.id = offer;
+        assert!(
+            envs.hold(&staged, &acc).is_none(),
+            "the staged record passes"
+        );
+        let peer = rec(51, (A, "alice"), "job", k::Operation::Promise);
+        assert!(envs.hold(&peer, &acc).is_none(), "a peer's record passes");
+        let other = rec(52, (B, "bob"), "other", k::Operation::Promise);
+        assert!(
+            envs.hold(&other, &acc).is_none(),
+            "another commitment passes"
+        );
+        assert_eq!(
+            envs.staged_envelope(&offer).map(|e| e.id.as_str()),
+            Some("d")
+        );
+        let mut ab = rec(
+            3,
+            (A, crate::envelopes::ENVELOPE_SERVICE),
+            "d",
+            env_op(
+                ke::EnvelopeStep::Abort {
+                    cause: ke::AbortCause::Timeout,
+                },
+                "A",
+            ),
+        );
+        ab.basis = vec![[2; 32]];
+        assert!(envs.apply(&ab, &acc, 12, &none).applied);
+        assert!(envs.hold(&bob, &acc).is_none(), "the abort ends the hold");
+        assert!(
+            envs.records_due().is_empty(),
+            "an aborted envelope writes nothing"
+        );
+        assert_eq!(envs.open().count(), 0);
+    }
+
+    /// COMMITTED: the records are owed in sequence order, each once every earlier one is in the
+    /// ledger here; the hold lasts until the last one is.
+    #[test]
+    fn commit_writes_the_records_in_order_and_then_releases() {
+        let mut envs = Envelopes::new(B, types::all_defaults());
+        let acc = access_b();
+        let none = |_: &str| None;
+        let (offer, acceptance) = ([8u8; 32], [9u8; 32]);
+        let change = |id, bytes: u8| ke::Change::Record {
+            commitment: "job".into(),
+            record: id,
+            signed: vec![bytes],
+        };
+        let start = ke::EnvelopeStart {
+            envelope_type: "obligation_delegate".into(),
+            participants: vec![
+                ke::ParticipantChanges {
+                    participant: "initech".into(),
+                    changes: vec![change(offer, 1)],
+                },
+                ke::ParticipantChanges {
+                    participant: B.into(),
+                    changes: vec![change(acceptance, 2)],
+                },
+            ],
+        };
+        let svc = (A, crate::envelopes::ENVELOPE_SERVICE);
+        let steps = [
+            (1u8, (A, "alice"), ke::EnvelopeStep::Start(start), vec![]),
+            (2, svc, ke::EnvelopeStep::Prepare, vec![[1u8; 32]]),
+            (
+                3,
+                (B, crate::envelopes::ENVELOPE_SERVICE),
+                ke::EnvelopeStep::Vote {
+                    participant: B.into(),
+                    vote: ke::Vote::Ack,
+                    reason: String::new(),
+                },
+                vec![[2u8; 32]],
+            ),
+            (4, svc, ke::EnvelopeStep::Prepared, vec![[3u8; 32]]),
+            (5, svc, ke::EnvelopeStep::Commit, vec![[4u8; 32]]),
+        ];
+        for (id, author, step, basis) in steps {
+            let mut r = rec(id, author, "d", env_op(step, "E"));
+            r.basis = basis;
+            let out = envs.apply(&r, &acc, 10 + id as i64, &none);
+            assert!(out.applied, "{out:?}");
+        }
+        assert_eq!(envs.get("d").map(|e| e.phase), Some(Phase::Committed));
+        assert!(envs.records_due().is_empty(), "initech's offer comes first");
+        let bob = rec(50, (B, "bob"), "job", k::Operation::Promise);
+        assert!(
+            envs.hold(&bob, &acc).is_some(),
+            "held while records are due"
+        );
+        envs.note_written(&offer);
+        let due = envs.records_due();
+        assert_eq!(due.len(), 1);
+        assert_eq!(
+            (due[0].record, due[0].signed.clone()),
+            (acceptance, vec![2])
+        );
+        envs.note_written(&acceptance);
+        assert!(envs.records_due().is_empty());
+        assert!(
+            envs.hold(&bob, &acc).is_none(),
+            "released once every record is here"
+        );
+        assert_eq!(envs.open().count(), 0);
+    }
+}
