@@ -17,9 +17,7 @@ use crate::checkpoint::{Checkpoint, open_checkpoint};
 use crate::codes::Decision;
 use crate::merkle::{self, Hash, MemoryTree, leaf_hash, verify_inclusion};
 use crate::note::{Note, Signer, Verifier};
-use crate::pb::federation::v1::{
-    Receipt, ReceiptBatch, ReceiptBatchProof, ReceiptKind, Signed,
-};
+use crate::pb::federation::v1::{Receipt, ReceiptBatch, ReceiptBatchProof, ReceiptKind, Signed};
 use crate::pb::record::v1::{Record, Signature, SignedRecord, record::Operation};
 use crate::signing::{self, RECEIPT_BATCH_PAYLOAD_TYPE, RECEIPT_PAYLOAD_TYPE};
 use prost::Message;
@@ -586,7 +584,11 @@ mod tests {
             verify(&bad[0], &keys, &[]).unwrap_err(),
             "signature does not verify"
         );
-        let mixed = verify_many(&[signed[0].clone(), bad[1].clone(), signed[1].clone()], &keys, &[]);
+        let mixed = verify_many(
+            &[signed[0].clone(), bad[1].clone(), signed[1].clone()],
+            &keys,
+            &[],
+        );
         assert!(mixed[0].is_ok() && mixed[2].is_ok());
         assert_eq!(mixed[1].as_ref().unwrap_err(), "signature does not verify");
         // The batch itself changed (another root): its signature no longer holds.

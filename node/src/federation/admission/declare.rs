@@ -34,7 +34,11 @@ pub(super) async fn decisions(
     // One signature per declaration is the design (seed 000: each decision is its own ledger
     // record); they are signed off the tokio workers, on as many threads as there are cores
     // (issue 14). Their bytes depend on the record and decision only, not on the thread.
-    let (signer, org, peer_name) = (cx.signer.clone(), cx.name().to_string(), peer.name().to_string());
+    let (signer, org, peer_name) = (
+        cx.signer.clone(),
+        cx.name().to_string(),
+        peer.name().to_string(),
+    );
     let (decided, appends) = tokio::task::spawn_blocking(move || {
         let sign = |d: &Decided| {
             Declaration {

@@ -92,7 +92,8 @@ pub(super) async fn envelope(
         }
         entries.push((d.idx, d.id, e));
     }
-    let mut signed = receipts::sign_batch(&cx.signer, cx.name(), peer, issued, unsigned).into_iter();
+    let mut signed =
+        receipts::sign_batch(&cx.signer, cx.name(), peer, issued, unsigned).into_iter();
     let env_receipt = signed
         .next()
         .ok_or_else(|| crate::error::Error::Internal("no envelope receipt".into()))?;
