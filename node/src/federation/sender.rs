@@ -255,7 +255,7 @@ async fn send(cx: &FedContext, peer: &Peer, items: Vec<(u64, Item)>) -> Result<u
         }
         fed.outbox.remove(&mut batch, &peer_name, &seqs)?;
         super::db::write(n.ledger.store(), batch, true)?;
-        fed.outbox.removed(&peer_name, seqs.len() as u64);
+        fed.outbox.removed(&peer_name, &seqs);
         Ok(())
     })
     .await?;
