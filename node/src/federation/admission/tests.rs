@@ -180,13 +180,10 @@ async fn a_retry_after_a_crash_before_the_decisions_are_kept_declares_nothing_tw
             .iter()
             .all(|s| s.signatures == resp.receipts[0].signatures)
     );
-    for (i, v) in crate::federation::receipts::verify_many(
-        &resp.receipts,
-        &[node.signer.verifier()],
-        &[],
-    )
-    .into_iter()
-    .enumerate()
+    for (i, v) in
+        crate::federation::receipts::verify_many(&resp.receipts, &[node.signer.verifier()], &[])
+            .into_iter()
+            .enumerate()
     {
         let v = v.unwrap_or_else(|e| panic!("receipt {i}: {e}"));
         assert_eq!(v.receipt.batch.map(|b| b.index), Some(i as u64));
