@@ -1,10 +1,12 @@
 //! Signed federation receipts, verified offline as the sender (and `accordctl receipt verify`)
-//! does: the receiver's signature, the admission leaf, the checkpoint and the inclusion proof.
+//! does: the receiver's signature (or, batched, the batch signature and the receipt's path in
+//! the batch), the admission leaf, the checkpoint and the inclusion proof. Protocol rules only
+//! (`accord_proto::receipt`), so this target needs no RocksDB.
 #![no_main]
 
 use accord_fuzz::{cosigner_verifier, org_node_signer};
-use accord_node::federation::receipts;
 use accord_proto::pb::federation::v1::Signed;
+use accord_proto::receipt as receipts;
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
 use std::sync::OnceLock;

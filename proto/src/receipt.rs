@@ -2,7 +2,10 @@
 //! receiver answers with signed receipts: one when the envelope is recorded, one when each
 //! record's admission is decided … A receipt should carry proof, not a promise").
 //!
-//! * The receiver signs with [`sign`] (DSSE, [`RECEIPT_PAYLOAD_TYPE`]).
+//! * The receiver signs with [`sign`] (DSSE, [`RECEIPT_PAYLOAD_TYPE`]), or — every receipt of
+//!   one answer at once — with [`sign_batch`]: one signature over a [`ReceiptBatch`] (a Merkle
+//!   root over the receipts), each receipt carrying its path (issue 14: one signature per
+//!   envelope instead of one per record).
 //! * Anyone — the sender's node, an auditor, `accordctl receipt verify` — checks a receipt
 //!   offline against the receiver's keys (and witnesses) with [`verify`] / [`verify_many`]: the
 //!   signature, the admission leaf, the checkpoint signature and the inclusion proof.
@@ -12,12 +15,13 @@
 
 use crate::checkpoint::{Checkpoint, open_checkpoint};
 use crate::codes::Decision;
-use crate::merkle::{leaf_hash, verify_inclusion};
+use crate::merkle::{self, Hash, MemoryTree, leaf_hash, verify_inclusion};
 use crate::note::{Note, Signer, Verifier};
-use crate::pb::federation::v1::{Receipt, ReceiptKind, Signed};
+use crate::pb::federation::v1::{Receipt, ReceiptBatch, ReceiptBatchProof, ReceiptKind, Signed};
 use crate::pb::record::v1::{Record, Signature, SignedRecord, record::Operation};
-use crate::signing::{self, RECEIPT_PAYLOAD_TYPE};
+use crate::signing::{self, RECEIPT_BATCH_PAYLOAD_TYPE, RECEIPT_PAYLOAD_TYPE};
 use prost::Message;
+use std::collections::HashMap;
 
 /// Signs a receipt with the node key (DSSE, [`RECEIPT_PAYLOAD_TYPE`]).
 pub fn sign(signer: &Signer, r: &Receipt) -> Signed {
@@ -28,6 +32,98 @@ pub fn sign(signer: &Signer, r: &Receipt) -> Signed {
         payload_type: RECEIPT_PAYLOAD_TYPE.into(),
         signatures: vec![sig],
     }
+}
+
+/// Signs `receipts` — every one from `receiver` to `sender` — as one batch (issue 14): the
+/// receiver signs one `ReceiptBatch` (the Merkle root over the receipts, each encoded without
+/// `batch`) instead of one signature per receipt, and each receipt carries its place in the
+/// batch, so it is verifiable alone (see `accord.federation.v1.Receipt`). Returned in order.
+pub fn sign_batch(
+    signer: &Signer,
+    receiver: &str,
+    sender: &str,
+    issued_at: i64,
+    receipts: Vec<Receipt>,
+) -> Vec<Signed> {
+    if receipts.is_empty() {
+        return Vec::new();
+    }
+    let hashes: Vec<Hash> = receipts
+        .iter()
+        .map(|r| {
+            debug_assert!(r.batch.is_none());
+            leaf_hash(&r.encode_to_vec())
+        })
+        .collect();
+    // An in-memory tree of at most a few thousand leaves cannot fail to build.
+    let tree = MemoryTree::from_leaf_hashes(&hashes).unwrap_or_default();
+    let size = receipts.len() as u64;
+    let head = ReceiptBatch {
+        receiver: receiver.to_string(),
+        sender: sender.to_string(),
+        size,
+        root: tree.root().to_vec().into(),
+        issued_at_unix_ms: issued_at,
+    }
+    .encode_to_vec();
+    let sig = signing::sign(signer, RECEIPT_BATCH_PAYLOAD_TYPE, &head);
+    let head: prost::bytes::Bytes = head.into();
+    receipts
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut r)| {
+            let path = merkle::inclusion_proof(&tree, i as u64, size).unwrap_or_default();
+            r.batch = Some(ReceiptBatchProof {
+                batch: head.clone(),
+                index: i as u64,
+                path: path.into_iter().map(|h| h.to_vec().into()).collect(),
+            });
+            Signed {
+                payload: r.encode_to_vec().into(),
+                payload_type: RECEIPT_PAYLOAD_TYPE.into(),
+                signatures: vec![sig.clone()],
+            }
+        })
+        .collect()
+}
+
+/// A batched receipt's place in its batch, checked: the batch names the receipt's receiver and
+/// sender, and its Merkle path puts the receipt (encoded without `batch`) under the batch root.
+/// Returns the encoded batch, which the signatures are over.
+fn open_batch(receipt: &Receipt) -> Result<Option<prost::bytes::Bytes>, String> {
+    let Some(proof) = &receipt.batch else {
+        return Ok(None);
+    };
+    let head = ReceiptBatch::decode(proof.batch.as_ref())
+        .map_err(|e| format!("receipt batch does not decode: {e}"))?;
+    if head.receiver != receipt.receiver || head.sender != receipt.sender {
+        return Err("the receipt batch names another receiver or sender".into());
+    }
+    let root: Hash = head
+        .root
+        .as_ref()
+        .try_into()
+        .map_err(|_| "receipt batch root is not 32 bytes".to_string())?;
+    let path: Vec<Hash> = proof
+        .path
+        .iter()
+        .map(|h| {
+            h.as_ref()
+                .try_into()
+                .map_err(|_| "receipt batch path hash is not 32 bytes".to_string())
+        })
+        .collect::<Result<_, _>>()?;
+    let mut leaf = receipt.clone();
+    leaf.batch = None;
+    verify_inclusion(
+        &leaf_hash(&leaf.encode_to_vec()),
+        proof.index,
+        head.size,
+        &path,
+        &root,
+    )
+    .map_err(|e| format!("receipt batch: the receipt is not in the batch: {e}"))?;
+    Ok(Some(proof.batch.clone()))
 }
 
 /// What [`verify`] established.
@@ -62,6 +158,8 @@ struct Parsed {
     receipt: Receipt,
     decision: Option<Decision>,
     leaf: Option<SignedRecord>,
+    /// For a batched receipt: the encoded batch its signatures are over (its path checked).
+    batch: Option<prost::bytes::Bytes>,
 }
 
 fn parse(signed: &Signed) -> Result<Parsed, String> {
@@ -89,10 +187,12 @@ fn parse(signed: &Signed) -> Result<Parsed, String> {
                 .map_err(|e| format!("admission leaf does not decode: {e}"))?,
         )
     };
+    let batch = open_batch(&receipt)?;
     Ok(Parsed {
         receipt,
         decision,
         leaf,
+        batch,
     })
 }
 
@@ -212,24 +312,40 @@ pub fn verify_many(
 ) -> Vec<Result<Verified, String>> {
     let parsed: Vec<Result<Parsed, String>> = list.iter().map(parse).collect();
     let mut failed: Vec<Option<String>> = vec![None; list.len()];
-    // (owner, key, PAE message, signature)
-    let mut items: Vec<(usize, &Verifier, Vec<u8>, Vec<u8>)> = Vec::new();
+    // (owners, key, PAE message, signature); the receipts of one batch share one item, so a
+    // batch's signature is checked once however many of its receipts are here.
+    let mut items: Vec<(Vec<usize>, &Verifier, Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut batches: HashMap<(&[u8], &[u8]), usize> = HashMap::new();
     for (i, (s, p)) in list.iter().zip(&parsed).enumerate() {
         let Ok(p) = p else { continue };
         let Some((k, sig)) = signed_by(&s.signatures, keys) else {
             failed[i] = Some("no signature by the receiver's key".into());
             continue;
         };
-        items.push((
-            i,
-            k,
-            signing::pae(RECEIPT_PAYLOAD_TYPE, &s.payload),
-            sig.signature.to_vec(),
-        ));
+        match &p.batch {
+            Some(head) => match batches.get(&(head.as_ref(), sig.signature.as_ref())) {
+                Some(&j) => items[j].0.push(i),
+                None => {
+                    batches.insert((head.as_ref(), sig.signature.as_ref()), items.len());
+                    items.push((
+                        vec![i],
+                        k,
+                        signing::pae(RECEIPT_BATCH_PAYLOAD_TYPE, head),
+                        sig.signature.to_vec(),
+                    ));
+                }
+            },
+            None => items.push((
+                vec![i],
+                k,
+                signing::pae(RECEIPT_PAYLOAD_TYPE, &s.payload),
+                sig.signature.to_vec(),
+            )),
+        }
         if let Some(leaf) = &p.leaf {
             match signed_by(&leaf.signatures, keys) {
                 Some((k, sig)) => items.push((
-                    i,
+                    vec![i],
                     k,
                     signing::pae(&leaf.payload_type, &leaf.payload),
                     sig.signature.to_vec(),
@@ -245,9 +361,11 @@ pub fn verify_many(
         .map(|(_, k, m, s)| (*k, m.as_slice(), s.as_slice()))
         .collect();
     if signing::verify_batch(&batch).is_err() {
-        for (i, k, m, s) in &items {
+        for (owners, k, m, s) in &items {
             if signing::verify_batch(&[(*k, m.as_slice(), s.as_slice())]).is_err() {
-                failed[*i] = Some("signature does not verify".into());
+                for i in owners {
+                    failed[*i] = Some("signature does not verify".into());
+                }
             }
         }
     }
@@ -262,7 +380,8 @@ pub fn verify_many(
         .collect()
 }
 
-/// Verifies a signed receipt against the receiver's keys: its signature, and — when it carries
+/// Verifies a signed receipt against the receiver's keys: its signature (for a batched receipt:
+/// the batch's signature and the receipt's path in the batch), and — when it carries
 /// a checkpoint — that the admission leaf is the receiver's signed admission declaration about
 /// this record with this outcome, that the checkpoint is signed by the receiver's log key (and
 /// cosigned by every key in `witnesses`), and that the inclusion proof puts the leaf at the
@@ -361,5 +480,138 @@ mod tests {
         // In a batch, the bad one fails alone.
         let many = verify_many(&[s.clone(), bad, s], &keys, &[]);
         assert!(many[0].is_ok() && many[1].is_err() && many[2].is_ok());
+    }
+
+    fn admission(record: u8, outcome: AdmissionOutcome, code: &str) -> Receipt {
+        Receipt {
+            kind: ReceiptKind::Admission as i32,
+            receiver: "globex".into(),
+            sender: "acme".into(),
+            envelope_id: vec![1u8; 32].into(),
+            record_id: vec![record; 32].into(),
+            outcome: outcome as i32,
+            code: code.into(),
+            admission_record_id: vec![record ^ 0xff; 32].into(),
+            admission_sequence: u64::from(record),
+            issued_at_unix_ms: 1_700_000_000_000,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_batched_receipt_verifies_alone_with_one_signature_for_the_batch() {
+        let node = signer("globex.accord/log");
+        let keys = [node.verifier()];
+        let env = Receipt {
+            kind: ReceiptKind::EnvelopeRecorded as i32,
+            receiver: "globex".into(),
+            sender: "acme".into(),
+            envelope_id: vec![1u8; 32].into(),
+            ..Default::default()
+        };
+        let mut list = vec![env];
+        for i in 0..6u8 {
+            list.push(admission(i, AdmissionOutcome::Admitted, ""));
+        }
+        list.push(admission(9, AdmissionOutcome::Rejected, "bad_signature"));
+        let signed = sign_batch(&node, "globex", "acme", 1_700_000_000_000, list.clone());
+        assert_eq!(signed.len(), 8);
+        // One signature for all of them.
+        assert!(signed.iter().all(|s| s.signatures == signed[0].signatures));
+        for (i, s) in signed.iter().enumerate() {
+            let v = verify(s, &keys, &[]).unwrap();
+            let mut r = v.receipt.clone();
+            assert_eq!(r.batch.as_ref().map(|b| b.index), Some(i as u64));
+            r.batch = None;
+            assert_eq!(r, list[i], "receipt {i} says what was signed");
+        }
+        let v = verify(&signed[7], &keys, &[]).unwrap();
+        assert_eq!(v.decision, Some(Decision::Rejected("bad_signature".into())));
+        assert!(verify_many(&signed, &keys, &[]).iter().all(Result::is_ok));
+        // Another key does not verify it.
+        assert_eq!(
+            verify(&signed[1], &[signer("globex.accord/log").verifier()], &[]).unwrap_err(),
+            "no signature by the receiver's key"
+        );
+    }
+
+    #[test]
+    fn a_tampered_batched_receipt_or_batch_signature_fails_with_its_reason() {
+        let node = signer("globex.accord/log");
+        let keys = [node.verifier()];
+        let list: Vec<Receipt> = (0..5u8)
+            .map(|i| admission(i, AdmissionOutcome::Admitted, ""))
+            .collect();
+        let signed = sign_batch(&node, "globex", "acme", 1_700_000_000_000, list);
+        let reencode = |s: &Signed, f: &dyn Fn(&mut Receipt)| {
+            let mut r = Receipt::decode(s.payload.as_ref()).unwrap();
+            f(&mut r);
+            Signed {
+                payload: r.encode_to_vec().into(),
+                ..s.clone()
+            }
+        };
+        // An entry changed (admitted → rejected): no longer under the signed root.
+        let t = reencode(&signed[2], &|r| {
+            r.outcome = AdmissionOutcome::Rejected as i32;
+            r.code = "operator".into();
+        });
+        assert_eq!(
+            verify(&t, &keys, &[]).unwrap_err(),
+            "receipt batch: the receipt is not in the batch: proof invalid: computed root does not match"
+        );
+        // Moved to another leaf of the same batch.
+        let t = reencode(&signed[2], &|r| r.batch.as_mut().unwrap().index = 3);
+        assert!(
+            verify(&t, &keys, &[])
+                .unwrap_err()
+                .starts_with("receipt batch: the receipt is not in the batch")
+        );
+        // Claimed for another sender than the batch names.
+        let t = reencode(&signed[2], &|r| r.sender = "initech".into());
+        assert_eq!(
+            verify(&t, &keys, &[]).unwrap_err(),
+            "the receipt batch names another receiver or sender"
+        );
+        // The batch signature changed: every receipt of the batch fails, alone or together.
+        let mut bad = signed.clone();
+        for s in &mut bad {
+            let mut sig = s.signatures[0].signature.to_vec();
+            sig[5] ^= 1;
+            s.signatures[0].signature = sig.into();
+        }
+        assert_eq!(
+            verify(&bad[0], &keys, &[]).unwrap_err(),
+            "signature does not verify"
+        );
+        let mixed = verify_many(
+            &[signed[0].clone(), bad[1].clone(), signed[1].clone()],
+            &keys,
+            &[],
+        );
+        assert!(mixed[0].is_ok() && mixed[2].is_ok());
+        assert_eq!(mixed[1].as_ref().unwrap_err(), "signature does not verify");
+        // The batch itself changed (another root): its signature no longer holds.
+        let t = reencode(&signed[0], &|r| {
+            let b = r.batch.as_mut().unwrap();
+            let mut head = ReceiptBatch::decode(b.batch.as_ref()).unwrap();
+            head.issued_at_unix_ms += 1;
+            b.batch = head.encode_to_vec().into();
+        });
+        assert_eq!(
+            verify(&t, &keys, &[]).unwrap_err(),
+            "signature does not verify"
+        );
+    }
+
+    #[test]
+    fn a_proven_batched_receipt_verifies_like_a_single_one() {
+        let node = signer("globex.accord/log");
+        let (_, mut r) = proven(&node, None);
+        r.issued_at_unix_ms = 5;
+        let signed = sign_batch(&node, "globex", "acme", 5, vec![r.clone(), r]);
+        let v = verify(&signed[1], &[node.verifier()], &[]).unwrap();
+        assert!(v.proven);
+        assert_eq!(v.decision, Some(Decision::Admitted));
     }
 }

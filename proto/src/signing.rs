@@ -21,6 +21,9 @@ pub const RECORD_PAYLOAD_TYPE: &str = "application/vnd.accord.record.v1+protobuf
 pub const ENVELOPE_PAYLOAD_TYPE: &str = "application/vnd.accord.envelope.v1+protobuf";
 /// The payload type of an encoded federation receipt.
 pub const RECEIPT_PAYLOAD_TYPE: &str = "application/vnd.accord.receipt.v1+protobuf";
+/// The payload type of an encoded `ReceiptBatch`: what the receiver signs once for a batch of
+/// receipts (issue 14; see `accord.federation.v1.Receipt`).
+pub const RECEIPT_BATCH_PAYLOAD_TYPE: &str = "application/vnd.accord.receipt-batch.v1+protobuf";
 
 /// A record id: `SHA-256(PAE(payload_type, payload))`.
 pub type RecordId = [u8; 32];

@@ -210,7 +210,7 @@ pub async fn run(mut a: EnvelopeArgs, mut out: crate::output::Output) -> Result<
         Placement::Child
     };
     let tmp = tempfile::tempdir()?;
-    let (na, nb) = crate::inproc::start_pair(tmp.path(), placement).await?;
+    let (na, nb) = crate::inproc::start_pair(tmp.path(), placement, "").await?;
     budget(&na, "alice", "bench-src").await?;
     budget(&nb, "bob", "bench-dst").await?;
     let alice = token(&na, "alice")?;

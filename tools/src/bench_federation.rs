@@ -12,7 +12,8 @@ use accord_proto::pb::record::v1::{
     self as rec, PartyRef, Record, SignedRecord, record::Operation,
 };
 use accord_proto::pb::work::v1::{
-    ListRecordsRequest, SubmitRequest, work_service_client::WorkServiceClient,
+    ListRecordsRequest, SubmitBatchRequest, SubmitRequest, submit_result,
+    work_service_client::WorkServiceClient,
 };
 use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
 use anyhow::{Context, Result, anyhow};
@@ -28,11 +29,18 @@ use tonic::transport::Channel;
 #[derive(Debug, Clone, clap::Args)]
 pub struct FederationArgs {
     /// Records in the throughput phase.
-    #[arg(long, default_value_t = 5000)]
+    #[arg(long, default_value_t = 20_000)]
     pub records: usize,
     /// Concurrent submitting clients at A.
     #[arg(long, default_value_t = 32)]
     pub clients: usize,
+    /// Records per `SubmitBatch` call at A in the throughput phase (1 = unary `Submit`). Batches
+    /// keep A's appends from bounding the figure, which is about federation (issue 14).
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    /// A's `federation.batch_size` (records per envelope); 0 = the node's default.
+    #[arg(long, default_value_t = 0)]
+    pub envelope: usize,
     /// Approximate encoded record size in bytes.
     #[arg(long, default_value_t = 512)]
     pub size: usize,
@@ -121,7 +129,13 @@ pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Resul
         Placement::Child
     };
     let tmp = tempfile::tempdir()?;
-    let (na, nb) = crate::inproc::start_pair(tmp.path(), placement).await?;
+    // `--envelope N`: at most N records per envelope (the sender's `batch_size`).
+    let extra = if a.envelope > 0 {
+        format!("batch_size = {}\n", a.envelope)
+    } else {
+        String::new()
+    };
+    let (na, nb) = crate::inproc::start_pair(tmp.path(), placement, &extra).await?;
     let alice: Signer = na.party("alice")?;
     let mut admin_a = AdminServiceClient::new(na.channel().await?);
     let mut admin_b = AdminServiceClient::new(nb.channel().await?);
@@ -148,15 +162,35 @@ pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Resul
     for c in 0..a.clients.max(1) {
         let (recs, next) = (recs.clone(), next.clone());
         let mut client = WorkServiceClient::new(chans[c % chans.len()].clone());
+        let chunk = a.batch.max(1);
         tasks.push(tokio::spawn(async move {
             loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(r) = recs.get(i) else { break };
-                client
-                    .submit(SubmitRequest {
-                        record: Some(r.clone()),
+                let i = next.fetch_add(chunk, Ordering::Relaxed);
+                if i >= recs.len() {
+                    break;
+                }
+                if chunk == 1 {
+                    client
+                        .submit(SubmitRequest {
+                            record: Some(recs[i].clone()),
+                        })
+                        .await?;
+                    continue;
+                }
+                let end = (i + chunk).min(recs.len());
+                let results = client
+                    .submit_batch(SubmitBatchRequest {
+                        records: recs[i..end].to_vec(),
                     })
-                    .await?;
+                    .await?
+                    .into_inner()
+                    .results;
+                if let Some(bad) = results
+                    .iter()
+                    .find(|r| !matches!(r.result, Some(submit_result::Result::Ok(_))))
+                {
+                    anyhow::bail!("a record of the batch was not recorded at A: {bad:?}");
+                }
             }
             anyhow::Ok(())
         }));
@@ -276,6 +310,8 @@ pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Resul
             "p99_ms_half_load": q(0.99),
             "record_bytes": a.size,
             "clients": a.clients,
+            "submit_batch": a.batch,
+            "envelope_records": a.envelope,
             "federated_per_s": rate,
             "seconds": secs,
             "submit_seconds": submitted.as_secs_f64(),

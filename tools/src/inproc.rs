@@ -349,13 +349,16 @@ pub async fn add_peer(node: &InProcNode, other: &InProcNode, parties: &[&str]) -
 pub async fn start_pair(
     dir: &std::path::Path,
     placement: Placement,
+    federation_extra: &str,
 ) -> Result<(InProcNode, InProcNode)> {
-    let tune = |t: &mut String| {
+    let extra = federation_extra.to_string();
+    let tune = move |t: &mut String| {
         t.push_str(
             "\n[federation]\nretry_base_ms = 20\nretry_max_ms = 500\nreceipt_poll_ms = 500\n",
         );
+        t.push_str(&extra);
     };
-    let na = InProcNode::start_placed(dir, "acme", &["alice"], tune, placement).await?;
+    let na = InProcNode::start_placed(dir, "acme", &["alice"], tune.clone(), placement).await?;
     let nb = InProcNode::start_placed(dir, "globex", &["bob"], tune, placement).await?;
     for n in [&na, &nb] {
         // Poll until it serves (no fixed sleep stands in for readiness).

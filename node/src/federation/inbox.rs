@@ -9,7 +9,7 @@ use super::error::FedError;
 use super::refusals::refuse;
 use crate::error::Error;
 use crate::federation::FedContext;
-use accord_proto::pb::federation::v1::Signed;
+use accord_proto::pb::federation::v1::{Receipt, Signed};
 use accord_proto::signing::RecordId;
 use rustls::pki_types::CertificateDer;
 use std::sync::Arc;
@@ -42,7 +42,10 @@ pub async fn get_receipts(
     }
     let n = cx.clone();
     tokio::task::spawn_blocking(move || {
-        let mut out = Vec::new();
+        // One batch per calling peer, signed once (issue 14): every receipt of the answer
+        // shares one signature over the batch's Merkle root.
+        let now = n.clock.now_ms();
+        let mut by_peer: Vec<(String, Vec<Receipt>)> = Vec::new();
         for id in ids {
             let Some(e) = n.federation.decisions.entry(&id)? else {
                 continue;
@@ -50,11 +53,21 @@ pub async fn get_receipts(
             if !callers.contains(&e.peer) {
                 continue;
             }
-            let mut r = admission_receipt(n.name(), &e.envelope_id, &id, &e, n.clock.now_ms());
+            let mut r = admission_receipt(n.name(), &e.envelope_id, &id, &e, now);
             super::receipt_proof::attach_proof(&n, &mut r)?;
-            out.push(super::receipts::sign(&n.signer, &r));
+            match by_peer.iter_mut().find(|(p, _)| *p == e.peer) {
+                Some((_, list)) => list.push(r),
+                None => by_peer.push((e.peer.clone(), vec![r])),
+            }
         }
-        Ok::<_, FedError>(out)
+        Ok::<_, FedError>(
+            by_peer
+                .into_iter()
+                .flat_map(|(peer, list)| {
+                    super::receipts::sign_batch(&n.signer, n.name(), &peer, now, list)
+                })
+                .collect(),
+        )
     })
     .await
     .map_err(|e| Error::Internal(e.to_string()))?

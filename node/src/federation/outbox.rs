@@ -47,6 +47,11 @@ struct Queue {
     /// The first ledger sequence not yet offered to this peer while it is behind (routing to it
     /// paused at the bound, or a backfill): the router skips it, the backfill catches it up.
     behind: Option<u64>,
+    /// No item of this peer below this outbox sequence is left (the sender removes from the
+    /// head only): [`Outbox::peek`] seeks here instead of scanning the deleted head items again
+    /// (RocksDB keeps their tombstones until compaction, so a scan from the prefix would grow
+    /// with every record ever delivered: issue 14).
+    head: u64,
 }
 
 /// The per-peer queues.
@@ -97,6 +102,10 @@ impl Outbox {
                 }
             } else if let Some((peer, seq)) = split_key(k) {
                 let q = queues.entry(peer).or_default();
+                if q.depth == 0 {
+                    // Keys are in sequence order: the first one is the head.
+                    q.head = seq;
+                }
                 q.depth += 1;
                 q.next = q.next.max(seq + 1);
             }
@@ -253,7 +262,14 @@ impl Outbox {
 
     /// Up to `n` items from the head of `peer`'s queue, with their outbox sequences.
     pub fn peek(&self, peer: &str, n: usize) -> Result<Vec<(u64, Item)>, Error> {
-        db::scan(&self.store, CF, &db::prefix(&[peer.as_bytes()]), n)?
+        let head = self
+            .queues
+            .lock()
+            .ok()
+            .and_then(|qs| qs.get(peer).map(|q| q.head))
+            .unwrap_or(0);
+        let prefix = db::prefix(&[peer.as_bytes()]);
+        db::scan_from(&self.store, CF, &prefix, &item_key(peer, head), n)?
             .into_iter()
             .map(|(k, v)| {
                 let (_, seq) =
@@ -271,12 +287,16 @@ impl Outbox {
         Ok(())
     }
 
-    /// After removing `n` items of `peer`.
-    pub fn removed(&self, peer: &str, n: u64) {
+    /// After the batch removing the items `seqs` of `peer` (from the head of its queue) was
+    /// written.
+    pub fn removed(&self, peer: &str, seqs: &[u64]) {
         if let Ok(mut qs) = self.queues.lock()
             && let Some(q) = qs.get_mut(peer)
         {
-            q.depth = q.depth.saturating_sub(n);
+            q.depth = q.depth.saturating_sub(seqs.len() as u64);
+            if let Some(last) = seqs.iter().max() {
+                q.head = q.head.max(last.saturating_add(1));
+            }
         }
     }
 
@@ -372,8 +392,16 @@ mod tests {
         let mut batch = WriteBatch::default();
         o.remove(&mut batch, "globex", &head[..1]).unwrap();
         store.write(batch, true).unwrap();
-        o.removed("globex", 1);
+        o.removed("globex", &head[..1]);
         assert!(!o.is_full("globex"));
+        // The head moved past what was removed: a peek seeks there and finds the rest.
+        let rest: Vec<u64> = o
+            .peek("globex", 10)
+            .unwrap()
+            .iter()
+            .map(|(_, i)| i.ledger_seq)
+            .collect();
+        assert_eq!(rest, [11]);
         assert_eq!(step(&o, &store, &[13]), [false]);
         // After a restart: the queue and the behind cursor are as they were.
         drop(o);

@@ -6,7 +6,7 @@ use crate::federation::FedContext;
 use crate::federation::declaration::Declaration;
 use crate::federation::error::FedError;
 use crate::federation::peers::Peer;
-use crate::ledger::AppendResult;
+use crate::ledger::{Append, AppendResult};
 use crate::projection::WORK_SERVICE;
 use accord_proto::signing::RecordId;
 
@@ -19,29 +19,76 @@ pub(super) struct Declared {
     pub appended: AppendResult,
 }
 
+/// Below this many declarations, one thread signs them all.
+const PER_THREAD: usize = 64;
+
 /// Declares every decision; resolves once the declarations are durable.
 pub(super) async fn decisions(
     cx: &FedContext,
     peer: &Peer,
     decided: Vec<Decided>,
 ) -> Result<Vec<Declared>, FedError> {
-    let mut appends = Vec::with_capacity(decided.len());
-    for d in &decided {
-        appends.push(
+    if decided.is_empty() {
+        return Ok(Vec::new());
+    }
+    // One signature per declaration is the design (seed 000: each decision is its own ledger
+    // record); they are signed off the tokio workers, on as many threads as there are cores
+    // (issue 14). Their bytes depend on the record and decision only, not on the thread.
+    let (signer, org, peer_name) = (
+        cx.signer.clone(),
+        cx.name().to_string(),
+        peer.name().to_string(),
+    );
+    let (decided, appends) = tokio::task::spawn_blocking(move || {
+        let sign = |d: &Decided| {
             Declaration {
                 author: WORK_SERVICE,
-                peer: peer.name(),
+                peer: &peer_name,
                 record_id: d.id,
                 commitment: &d.commitment,
                 decision: &d.decision,
                 closes: None,
                 declared_at: d.declared_at,
             }
-            .sign(&cx.signer, cx.name())?,
-        );
+            .sign(&signer, &org)
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(decided.len().div_ceil(PER_THREAD))
+            .max(1);
+        let appends: Vec<Result<Append<_>, crate::error::Error>> = if threads == 1 {
+            decided.iter().map(sign).collect()
+        } else {
+            let chunk = decided.len().div_ceil(threads);
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = decided
+                    .chunks(chunk)
+                    .map(|part| scope.spawn(move || part.iter().map(sign).collect::<Vec<_>>()))
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            vec![Err(crate::error::Error::Internal(
+                                "declaration signing thread panicked".into(),
+                            ))]
+                        })
+                    })
+                    .collect()
+            })
+        };
+        (decided, appends)
+    })
+    .await
+    .map_err(|e| crate::error::Error::Internal(e.to_string()))?;
+    let appends: Vec<Append<_>> = appends.into_iter().collect::<Result<_, _>>()?;
+    if appends.len() != decided.len() {
+        return Err(crate::error::Error::Internal("declarations out of step".into()).into());
     }
     let ids: Vec<RecordId> = appends.iter().map(|a| a.id).collect();
-    let results = futures::future::join_all(appends.into_iter().map(|a| cx.ledger.append(a))).await;
+    // One message to the writer for every declaration of the envelope (they share group
+    // commits), instead of one per declaration.
+    let results = cx.ledger.append_many(appends).await;
     decided
         .into_iter()
         .zip(ids)

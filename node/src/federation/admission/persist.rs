@@ -36,17 +36,29 @@ pub(super) async fn envelope(
 ) -> Result<DeliverResponse, FedError> {
     let fed = &cx.federation;
     let peer = a.peer.name();
-    let mut receipts_out = a.receipts;
+    let issued = cx.clock.now_ms();
     let mut batch = fed.decisions.batch();
     let mut quarantined = Vec::new();
     let mut quarantined_commitments = std::collections::BTreeSet::new();
+    // Every receipt of the answer — the envelope's first, then each record decided now — is
+    // signed at once (issue 14): one signature over the batch's Merkle root, not one per record.
+    let mut unsigned = Vec::with_capacity(a.declared.len() + 1);
+    unsigned.push(Receipt {
+        kind: ReceiptKind::EnvelopeRecorded as i32,
+        receiver: cx.name().to_string(),
+        sender: peer.to_string(),
+        envelope_id: a.env_id.to_vec().into(),
+        issued_at_unix_ms: issued,
+        ..Default::default()
+    });
+    let mut entries = Vec::with_capacity(a.declared.len());
     for Declared {
         decided: d,
         admission_id,
         appended: r,
     } in a.declared
     {
-        let mut e = Entry {
+        let e = Entry {
             peer: peer.to_string(),
             envelope_id: a.env_id,
             decision: d.decision,
@@ -57,49 +69,45 @@ pub(super) async fn envelope(
             first_receipt: Vec::new(),
             note: String::new(),
         };
-        let receipt = receipts::sign(
-            &cx.signer,
-            &admission_receipt(cx.name(), &a.env_id, &d.id, &e, cx.clock.now_ms()),
-        );
-        e.first_receipt = receipt.encode_to_vec();
+        unsigned.push(admission_receipt(cx.name(), &a.env_id, &d.id, &e, issued));
         cx.metrics.admission(&e.decision);
         if e.decision == Decision::Admitted {
             tracing::debug!(peer, record_id = %hex::encode(d.id), decision = %e.decision, admission_seq = r.sequence, "federation: admission");
         } else {
             tracing::info!(peer, record_id = %hex::encode(d.id), decision = %e.decision, admission_seq = r.sequence, "federation: admission");
         }
-        if let Some((c, missing, code)) = d.quarantine {
+        if let Some((c, missing, code)) = &d.quarantine {
             quarantined.push(c.id);
             quarantined_commitments.insert(c.record.commitment_id.clone());
             fed.quarantine.put(
                 &mut batch,
-                &c,
+                c,
                 peer,
                 &a.env_id,
                 &admission_id,
-                &missing,
+                missing,
                 code,
                 a.now,
             )?;
         }
-        fed.decisions.put_entry(&mut batch, &d.id, &e)?;
-        receipts_out[d.idx] = Some(receipt);
+        entries.push((d.idx, d.id, e));
+    }
+    let mut signed =
+        receipts::sign_batch(&cx.signer, cx.name(), peer, issued, unsigned).into_iter();
+    let env_receipt = signed
+        .next()
+        .ok_or_else(|| crate::error::Error::Internal("no envelope receipt".into()))?;
+    let mut receipts_out = a.receipts;
+    for ((idx, id, mut e), receipt) in entries.into_iter().zip(signed) {
+        e.first_receipt = receipt.encode_to_vec();
+        fed.decisions.put_entry(&mut batch, &id, &e)?;
+        receipts_out[idx] = Some(receipt);
     }
     for (i, j) in a.same_as {
         receipts_out[i] = receipts_out[j].clone();
     }
-    let env_receipt = receipts::sign(
-        &cx.signer,
-        &Receipt {
-            kind: ReceiptKind::EnvelopeRecorded as i32,
-            receiver: cx.name().to_string(),
-            sender: peer.to_string(),
-            envelope_id: a.env_id.to_vec().into(),
-            issued_at_unix_ms: cx.clock.now_ms(),
-            ..Default::default()
-        },
-    );
-    let mut all = vec![env_receipt];
+    let mut all = Vec::with_capacity(receipts_out.len() + 1);
+    all.push(env_receipt);
     all.extend(receipts_out.into_iter().flatten());
     let response = DeliverResponse { receipts: all };
     let kept = EnvelopeEntry {

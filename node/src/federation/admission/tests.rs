@@ -173,6 +173,21 @@ async fn a_retry_after_a_crash_before_the_decisions_are_kept_declares_nothing_tw
         })
         .collect();
     assert_eq!(codes, ["unknown_key", "malformed", "unproven"]);
+    // The whole answer is one receipt batch (issue 14): one signature, each receipt verifiable
+    // alone with the receiver's node key.
+    assert!(
+        resp.receipts
+            .iter()
+            .all(|s| s.signatures == resp.receipts[0].signatures)
+    );
+    for (i, v) in
+        crate::federation::receipts::verify_many(&resp.receipts, &[node.signer.verifier()], &[])
+            .into_iter()
+            .enumerate()
+    {
+        let v = v.unwrap_or_else(|e| panic!("receipt {i}: {e}"));
+        assert_eq!(v.receipt.batch.map(|b| b.index), Some(i as u64));
+    }
     for (i, id) in ids.iter().enumerate() {
         // One declaration per record: the retry's was a ledger duplicate of the first.
         assert_eq!(
