@@ -38,6 +38,16 @@ impl std::fmt::Debug for Batch {
 }
 
 impl Batch {
+    /// Wraps the writer's raw batch (for [`super::Machine::persist`]).
+    pub(super) fn from_raw(b: rocksdb::WriteBatch) -> Batch {
+        Batch(b)
+    }
+
+    /// The raw batch, for the writer's write.
+    pub(super) fn into_raw(self) -> rocksdb::WriteBatch {
+        self.0
+    }
+
     /// Whether nothing was added.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -71,7 +81,7 @@ fn cf_options(name: &str, cache: &rocksdb::Cache) -> Options {
     b.set_block_cache(cache);
     // Point lookups dominate `ids` (dedup) and `tree` (every proof is O(log n) gets): bloom
     // filters, and index and filter blocks kept in the cache.
-    if matches!(name, "ids" | "tree") {
+    if matches!(name, "ids" | "tree" | "pj_commitments" | "pj_readers") {
         b.set_bloom_filter(10.0, false);
         b.set_cache_index_and_filter_blocks(true);
         b.set_pin_l0_filter_and_index_blocks_in_cache(true);

@@ -6,6 +6,7 @@ use super::visibility::Visibility;
 use crate::auth::Caller;
 use crate::error::Error;
 use crate::node::Node;
+use crate::projection::{CommitmentRef, Projection};
 use accord_kernel as k;
 use accord_proto::pb::record::v1::PartyRef;
 use accord_proto::pb::work::v1 as pb;
@@ -16,6 +17,10 @@ use std::sync::Arc;
 pub const DEFAULT_PAGE: usize = 100;
 /// Largest page a client may ask for.
 pub const MAX_PAGE: usize = 1000;
+/// Stored commitments read per step of a listing.
+const CHUNK: usize = 256;
+/// Most stored commitments one `ListCommitments` page looks at (a filtered page may be short).
+const SCAN_MAX: usize = 16 * 1024;
 
 /// A validated `ListCommitmentsRequest` filter.
 #[derive(Debug, Clone)]
@@ -105,28 +110,54 @@ impl Filter {
         })
     }
 
-    /// The commitments after `after` (id order) that the reader (and the party asked about)
-    /// may read, as handles taken under one short read lock.
+    /// Whether the reader (and the party asked about) may read `c`.
+    fn visible(&self, p: &Projection, rules: &Visibility, c: &k::Commitment) -> bool {
+        [&self.reader, &self.needs]
+            .into_iter()
+            .flatten()
+            .all(|who| rules.may_read(p, who, &c.id))
+    }
+
+    /// Up to `max` commitments after `after` (id order) read from the store, with those the
+    /// reader (and the party asked about) may read; `None` when the store has no more.
+    pub fn chunk(
+        &self,
+        node: &Node,
+        rules: &Visibility,
+        after: &str,
+        max: usize,
+    ) -> Result<Option<(String, Vec<CommitmentRef>)>, Error> {
+        let p = node
+            .projection
+            .read()
+            .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
+        let all = p.commitments_after(after, max);
+        let Some(last) = all.last().map(|c| c.id.clone()) else {
+            return Ok(None);
+        };
+        Ok(Some((
+            last,
+            all.into_iter()
+                .filter(|c| self.visible(&p, rules, c))
+                .collect(),
+        )))
+    }
+
+    /// Every commitment after `after` (id order) that the reader (and the party asked about)
+    /// may read, read from the store chunk by chunk.
     pub fn candidates(
         &self,
         node: &Node,
         rules: &Visibility,
         after: &str,
-    ) -> Result<Vec<Arc<k::Commitment>>, Error> {
-        let p = node
-            .projection
-            .read()
-            .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
-        let all = p.commitments_after(after);
-        Ok(all
-            .into_iter()
-            .filter(|c| {
-                [&self.reader, &self.needs]
-                    .into_iter()
-                    .flatten()
-                    .all(|who| rules.may_read(&p, who, &c.id))
-            })
-            .collect())
+    ) -> Result<Vec<CommitmentRef>, Error> {
+        let mut after = after.to_string();
+        let mut out = Vec::new();
+        while let Some((last, cs)) = self.chunk(node, rules, &after, CHUNK)? {
+            out.extend(cs);
+            after = last;
+        }
+        Ok(out)
     }
 
     /// The summary of `c` at `now` if it passes the filter.
@@ -201,16 +232,26 @@ pub fn page(
     let size = page_size(req.page_size);
     let now = node.clock.now_ms();
     let mut out = pb::ListCommitmentsResponse::default();
-    let mut last = None;
-    for c in filter.candidates(node, rules, &after)? {
-        if out.commitments.len() == size {
-            // More remain: the next page starts after the last one returned.
-            out.next_page_token = last.map(|l: String| token_of(&l)).unwrap_or_default();
-            break;
+    // Pages through `pj_commitments` in id order (issue 15): at most SCAN_MAX stored
+    // commitments are looked at per page; a page cut short there still carries a token.
+    let (mut after, mut scanned) = (after, 0usize);
+    'pages: while let Some((last_read, cs)) = filter.chunk(node, rules, &after, CHUNK)? {
+        for c in cs {
+            if out.commitments.len() == size {
+                // More remain: the next page starts after the last one looked at.
+                out.next_page_token = token_of(&after);
+                break 'pages;
+            }
+            after = c.id.clone();
+            if let Some(s) = filter.summary(&c, now) {
+                out.commitments.push(s);
+            }
         }
-        last = Some(c.id.clone());
-        if let Some(s) = filter.summary(&c, now) {
-            out.commitments.push(s);
+        after = last_read;
+        scanned += CHUNK;
+        if scanned >= SCAN_MAX && out.commitments.len() < size {
+            out.next_page_token = token_of(&after);
+            break;
         }
     }
     Ok(out)
