@@ -9,13 +9,15 @@
 //! [`run_with_clock`] with a [`config::Config`] and [`Listeners`], [`init`] for a node
 //! directory, [`connect`] for a TLS client channel, the [`Node`] state, the [`clock`] and the
 //! [`Error`] type; [`ident`] (the name rules `accordctl` checks flags with) and [`ledger`] (for
-//! `accordctl bench log`, which measures proofs on the node's real storage). Protocol rules
+//! `accordctl bench log`, which measures proofs on the node's real storage); [`import`] (for
+//! `accordctl bench scale`, which builds large ledgers through the real write path). Protocol rules
 //! (reason codes, receipts) are in `accord-proto`; daemon plumbing in `accord-daemon`.
 #![forbid(unsafe_code)]
 
 pub mod clock;
 pub mod config;
 pub mod ident;
+pub mod import;
 pub mod init;
 pub mod ledger;
 

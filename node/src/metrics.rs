@@ -40,6 +40,8 @@ pub struct Metrics {
     admissions: IntCounterVec,
     refusals: IntCounterVec,
     quarantine_size: IntGauge,
+    projection_replayed: IntGauge,
+    projection_cached: IntGauge,
     tls_handshake_failures: IntCounterVec,
     connections_closed: IntCounterVec,
     /// Unix ms when the checkpointer last found the latest checkpoint covering the whole ledger
@@ -168,6 +170,15 @@ impl Metrics {
             "accord_federation_quarantine_records",
             "Records in quarantine (waiting for their basis or an operator).",
         );
+        let projection_replayed = gauge(
+            "accord_projection_replayed_records",
+            "Records the last start-up replayed through the kernel (those after the persisted \
+             projection's watermark).",
+        );
+        let projection_cached = gauge(
+            "accord_projection_cached_commitments",
+            "Commitments in the projection's in-memory cache (projection.cache_commitments).",
+        );
         let tls_handshake_failures = counter_vec(
             "accord_tls_handshake_failures_total",
             "TLS handshakes refused, by side (server: a client we refused; client: a peer that \
@@ -198,6 +209,8 @@ impl Metrics {
             admissions,
             refusals,
             quarantine_size,
+            projection_replayed,
+            projection_cached,
             tls_handshake_failures,
             connections_closed,
             checkpoint_current_at: Arc::new(AtomicI64::new(0)),
@@ -310,6 +323,10 @@ pub fn gather(node: &Node) -> Result<String, crate::Error> {
             .set(i64::from(p.enabled()));
     }
     m.quarantine_size.set(fed.quarantine.size()? as i64);
+    if let Ok(p) = node.projection.read() {
+        m.projection_replayed.set(p.replayed() as i64);
+        m.projection_cached.set(p.cached() as i64);
+    }
     // The listener counts in `tls::ListenerStats` (it runs before any service and knows no
     // registry); the counters here catch up with it at each scrape.
     let stats = &node.listener_stats;

@@ -15,6 +15,8 @@ mod bench_federation;
 #[cfg(feature = "node")]
 mod bench_log;
 #[cfg(feature = "node")]
+mod bench_scale;
+#[cfg(feature = "node")]
 mod bench_witness;
 #[cfg(feature = "node")]
 mod creds;
@@ -100,6 +102,8 @@ enum BenchCmd {
     Witness(bench_witness::WitnessArgs),
     /// Records per second federated A→B end to end, and submit→admitted latency.
     Federation(bench_federation::FederationArgs),
+    /// A ledger of N records: start-up, memory, bytes per record, cold GetCommitment p99.
+    Scale(bench_scale::ScaleArgs),
 }
 
 fn main() -> ExitCode {
@@ -147,6 +151,7 @@ fn online(cmd: Cmd, out: output::Output) -> ExitCode {
             Cmd::Bench(BenchCmd::Log(a)) => bench_log::run(a).await,
             Cmd::Bench(BenchCmd::Witness(a)) => bench_witness::run(a, out).await,
             Cmd::Bench(BenchCmd::Federation(a)) => bench_federation::run(a, out).await,
+            Cmd::Bench(BenchCmd::Scale(a)) => bench_scale::run(a, out).await,
             Cmd::Admin(a) => admin::run(a, out).await,
             Cmd::Status(a) => status::run(a, out).await,
             Cmd::Work(c) => work::run(c, out).await,
