@@ -168,7 +168,7 @@ impl Projection {
 
     /// How many commitments the cache holds (bounded by `projection.cache_commitments`).
     pub fn cached(&self) -> usize {
-        self.db.as_ref().map_or(0, |d| d.cache().len())
+        self.db.as_ref().map_or(0, |d| d.cache().size())
     }
 
     /// The store, once the ledger opened it.

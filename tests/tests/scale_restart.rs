@@ -40,7 +40,10 @@ async fn serve(dir: &Path) -> Result<Served> {
             "# metrics_listen = \"127.0.0.1:9464\"",
             "metrics_listen = \"127.0.0.1:0\"",
         );
-        anyhow::ensure!(text.contains("\nmetrics_listen = "), "metrics line in config");
+        anyhow::ensure!(
+            text.contains("\nmetrics_listen = "),
+            "metrics line in config"
+        );
         std::fs::write(&cfg, text)?;
     }
     let mut child = Command::new(bin("accord-node"))
@@ -84,7 +87,12 @@ async fn serve(dir: &Path) -> Result<Served> {
 
 impl Served {
     async fn channel(&self) -> Result<tonic::transport::Channel> {
-        tls_channel(self.addr, &std::fs::read(self.dir.join("tls/ca.pem"))?, None).await
+        tls_channel(
+            self.addr,
+            &std::fs::read(self.dir.join("tls/ca.pem"))?,
+            None,
+        )
+        .await
     }
 
     async fn work(&self) -> Result<accord_tests::WorkClient> {
@@ -161,8 +169,16 @@ async fn a_node_with_100k_records_restarts_from_its_stored_projection() -> Resul
     anyhow::ensure!(code == 0, "bench scale failed: {err}");
     let figures: serde_json::Value = serde_json::from_str(out.lines().last().unwrap_or(""))?;
     assert_eq!(figures["records"], 100_000);
-    for key in ["startup_ms", "rss_mib", "bytes_per_record", "get_commitment_p99_us"] {
-        assert!(figures[key].as_f64().is_some_and(|v| v > 0.0), "{key}: {figures}");
+    for key in [
+        "startup_ms",
+        "rss_mib",
+        "bytes_per_record",
+        "get_commitment_p99_us",
+    ] {
+        assert!(
+            figures[key].as_f64().is_some_and(|v| v > 0.0),
+            "{key}: {figures}"
+        );
     }
     let dir = root.join("scale");
     let ids: Vec<String> = (0..25_000u64)
@@ -178,12 +194,20 @@ async fn a_node_with_100k_records_restarts_from_its_stored_projection() -> Resul
         "start-up replays nothing after a clean stop"
     );
     let before = answers(&node, &ids).await?;
-    assert!(before.iter().all(|a| a.state == "accepted" && a.history.len() == 4));
+    assert!(
+        before
+            .iter()
+            .all(|a| a.state == "accepted" && a.history.len() == 4)
+    );
     node.terminate()?;
 
     let node = serve(&dir).await?;
     assert_eq!(node.metric("accord_projection_replayed_records")?, 0.0);
-    assert_eq!(answers(&node, &ids).await?, before, "same answers after the restart");
+    assert_eq!(
+        answers(&node, &ids).await?,
+        before,
+        "same answers after the restart"
+    );
     // The cache stays within its bound after the reads.
     assert!(node.metric("accord_projection_cached_commitments")? <= 100_000.0);
     node.terminate()?;
@@ -219,7 +243,10 @@ fn request(i: usize) -> Record {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_node_killed_while_writing_restarts_equal_to_a_full_replay() -> Result<()> {
     ensure_fresh_bins();
-    let n = TestNode::builder("acme").party("alice").party("bob").init()?;
+    let n = TestNode::builder("acme")
+        .party("alice")
+        .party("bob")
+        .init()?;
     let node = serve(&n.dir).await?;
     let key = Signer::from_skey(n.party_skey("alice").trim())?;
     let mut w = node.work().await?;
@@ -234,7 +261,12 @@ async fn a_node_killed_while_writing_restarts_equal_to_a_full_replay() -> Result
             for i in (t..).step_by(8) {
                 let r = request(i);
                 let signed = signing::sign_record(&key, &r);
-                match w.submit(SubmitRequest { record: Some(signed) }).await {
+                match w
+                    .submit(SubmitRequest {
+                        record: Some(signed),
+                    })
+                    .await
+                {
                     Ok(_) => ok.push(i),
                     Err(_) => break,
                 }
@@ -245,7 +277,10 @@ async fn a_node_killed_while_writing_restarts_equal_to_a_full_replay() -> Result
     // Let some records be acknowledged, then kill the node mid-stream.
     for i in 10_000..10_050 {
         let signed = signing::sign_record(&key, &request(i));
-        w.submit(SubmitRequest { record: Some(signed) }).await?;
+        w.submit(SubmitRequest {
+            record: Some(signed),
+        })
+        .await?;
         acked.push(i);
     }
     drop(node);
@@ -256,14 +291,22 @@ async fn a_node_killed_while_writing_restarts_equal_to_a_full_replay() -> Result
 
     let node = serve(&n.dir).await?;
     let len = node.metric("accord_ledger_records")?;
-    assert!(len >= ids.len() as f64, "{len} records, {} acknowledged", ids.len());
+    assert!(
+        len >= ids.len() as f64,
+        "{len} records, {} acknowledged",
+        ids.len()
+    );
     assert_eq!(
         node.metric("accord_projection_replayed_records")?,
         0.0,
         "the projection's watermark is the ledger's length: written in the same batch"
     );
     let stored = answers(&node, &ids).await?;
-    assert!(stored.iter().all(|a| a.state == "requested" && a.history.len() == 1));
+    assert!(
+        stored
+            .iter()
+            .all(|a| a.state == "requested" && a.history.len() == 1)
+    );
     node.terminate()?;
 
     // The same ledger replayed from sequence 0 into a fresh projection answers the same.

@@ -9,7 +9,9 @@
 use crate::inproc::{InProcNode, init_node};
 use accord_node::config::Config;
 use accord_proto::note::Signer;
-use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, SignedRecord, record::Operation};
+use accord_proto::pb::record::v1::{
+    self as rec, PartyRef, Record, SignedRecord, record::Operation,
+};
 use accord_proto::pb::work::v1::GetCommitmentRequest;
 use accord_proto::signing;
 use anyhow::{Context, Result};
@@ -249,7 +251,9 @@ pub async fn run(a: ScaleArgs, out: crate::output::Output) -> Result<()> {
         }
     };
     let marker = root.join("scale-records");
-    let reuse = std::fs::read_to_string(&marker).ok().and_then(|s| s.trim().parse::<u64>().ok())
+    let reuse = std::fs::read_to_string(&marker)
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
         == Some(records);
     let build_s = if reuse {
         0.0
@@ -278,7 +282,10 @@ pub async fn run(a: ScaleArgs, out: crate::output::Output) -> Result<()> {
                 "RSS after reads",
                 format!("{:.1} MiB", f.rss_mib_after_reads),
             ),
-            ("bytes on disk / record", format!("{:.0}", f.bytes_per_record)),
+            (
+                "bytes on disk / record",
+                format!("{:.0}", f.bytes_per_record),
+            ),
             (
                 "GetCommitment p50 / p99 (cold)",
                 format!(

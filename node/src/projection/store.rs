@@ -260,7 +260,7 @@ impl Cache {
     }
 
     /// How many commitments it holds.
-    pub fn len(&self) -> usize {
+    pub fn size(&self) -> usize {
         self.inner
             .lock()
             .map(|c| c.hot.len() + c.cold.len())
