@@ -96,7 +96,10 @@ pub struct StoredRun {
 /// The writes a (sub-)projection adds to the ledger's batch while it applies records; turned
 /// into the batch by [`Writes::into_batch`] just before the synced write.
 #[derive(Debug, Default)]
-pub struct Writes(Vec<(&'static str, Vec<u8>, Option<Vec<u8>>)>);
+pub struct Writes(Vec<Write>);
+
+/// One write: column family, key, and the value (`None`: delete).
+type Write = (&'static str, Vec<u8>, Option<Vec<u8>>);
 
 impl Writes {
     /// Puts `value` at `key` of column family `cf`.
