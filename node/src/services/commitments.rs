@@ -6,6 +6,7 @@ use super::visibility::Visibility;
 use crate::auth::Caller;
 use crate::error::Error;
 use crate::node::Node;
+use crate::projection::CommitmentRef;
 use accord_kernel as k;
 use accord_proto::pb::record::v1::PartyRef;
 use accord_proto::pb::work::v1 as pb;
@@ -119,7 +120,7 @@ impl Filter {
         rules: &Visibility,
         after: &str,
         chunk: usize,
-        mut f: impl FnMut(Vec<Arc<k::Commitment>>) -> bool,
+        mut f: impl FnMut(Vec<CommitmentRef>) -> bool,
     ) -> Result<(), Error> {
         let mut cursor = after.to_string();
         loop {
@@ -128,7 +129,7 @@ impl Filter {
                     .projection
                     .read()
                     .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
-                let piece = p.commitments_after_limit(&cursor, chunk.max(1));
+                let piece = p.commitments_after(&cursor, chunk.max(1));
                 let last = piece.last().map(|c| c.id.clone());
                 let visible: Vec<_> = piece
                     .into_iter()
