@@ -27,7 +27,6 @@ use crate::projection::{Projection, WorkMachine};
 use accord_kernel as k;
 use accord_proto::merkle::{CompactRange, leaf_hash};
 use accord_proto::note::Verifier;
-use accord_proto::pb::record::v1::Record as PbRecord;
 use accord_proto::pb::work::v1::LedgerEntry;
 use accord_proto::signing::RecordId;
 use prost::Message;

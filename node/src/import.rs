@@ -70,6 +70,39 @@ where
     Ok(total)
 }
 
+/// What one Work service clock tick costs on the node configured by `config` with nothing due
+/// (issue 15, item 3: O(due), not O(open commitments)): opens the node, runs the tick's scan
+/// (`service_party::scan`, the deadline-index read and the kernel on what it returns) `samples`
+/// times at the node's now, and returns the mean microseconds and how many actions were due.
+/// The node must not be running.
+pub async fn tick_us(config: Config, samples: u32) -> Result<(f64, usize), Error> {
+    let opened = crate::node::open(config, Clock::system()).await?;
+    let node = opened.node;
+    let now = node.clock.now_ms();
+    let mut due = 0;
+    let started = std::time::Instant::now();
+    for _ in 0..samples.max(1) {
+        due = crate::service_party::scan(&node, now).len();
+    }
+    let us = started.elapsed().as_secs_f64() * 1e6 / f64::from(samples.max(1));
+    node.ledger.stop().await;
+    drop(node);
+    opened
+        .writer
+        .join()
+        .map_err(|_| Error::Internal("ledger writer panicked".into()))?;
+    Ok((us, due))
+}
+
+/// Compacts every column family of the store in `data_dir` to its bottommost level (for
+/// `bench scale`'s bytes on disk once the data is cold). The node must not be running.
+pub fn compact(data_dir: &std::path::Path) -> Result<(), Error> {
+    let names = rocksdb::DB::list_cf(&rocksdb::Options::default(), data_dir)
+        .map_err(|e| Error::Storage(e.into_string()))?;
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    crate::ledger::Store::open(data_dir, &names)?.compact()
+}
+
 /// Marks the stored projection in `data_dir` stale, so that the node's next start-up clears the
 /// projection's column families and rebuilds them by replaying every record from sequence 0
 /// through the kernel (after an upgrade that changes derived state, and in the tests that

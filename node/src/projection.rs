@@ -248,4 +248,4 @@ impl Projection {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -174,6 +174,7 @@ async fn a_node_with_100k_records_restarts_from_its_stored_projection() -> Resul
         "rss_mib",
         "bytes_per_record",
         "get_commitment_p99_us",
+        "tick_us",
     ] {
         assert!(
             figures[key].as_f64().is_some_and(|v| v > 0.0),
@@ -194,11 +195,11 @@ async fn a_node_with_100k_records_restarts_from_its_stored_projection() -> Resul
         "start-up replays nothing after a clean stop"
     );
     let before = answers(&node, &ids).await?;
-    assert!(
-        before
-            .iter()
-            .all(|a| a.state == "accepted" && a.history.len() == 4)
-    );
+    // The bench accepts even commitments and rejects the statement of odd ones (open again).
+    for (i, a) in (0..25_000u64).step_by(997).zip(&before) {
+        let state = if i % 2 == 0 { "accepted" } else { "promised" };
+        assert!(a.state == state && a.history.len() == 4, "{i}: {a:?}");
+    }
     node.terminate()?;
 
     let node = serve(&dir).await?;

@@ -68,8 +68,32 @@ fn commitment_id(i: u64) -> String {
     format!("scale-{i:010}")
 }
 
-/// The lifecycle of commitment `i`: alice requests, bob promises and states, alice accepts (the
-/// last commitment may be cut short to reach exactly `records`).
+/// Prose-like text of `len` bytes for commitment `i`: words drawn from a 256-word vocabulary
+/// (about 8 bits of entropy per word), so it compresses as text does, not as a repeated string
+/// would (the same text as the ledger's space measurement, `ledger/store.rs`).
+fn prose(i: u64, len: usize) -> String {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(i);
+    let vocab: Vec<String> = (0..256u32)
+        .map(|i| {
+            let n = 3 + (i % 7) as usize;
+            (0..n)
+                .map(|j| char::from(b'a' + ((i * 7 + j as u32 * 13) % 26) as u8))
+                .collect()
+        })
+        .collect();
+    let mut s = String::new();
+    while s.len() < len {
+        s.push_str(&vocab[rng.gen_range(0..vocab.len())]);
+        s.push(' ');
+    }
+    s.truncate(len);
+    s
+}
+
+/// The lifecycle of commitment `i`: alice requests, bob promises and states, alice accepts (even
+/// `i`) or rejects the statement (odd `i`: it stays open); the last commitment may be cut short
+/// to reach exactly `records`.
 fn lifecycle(alice: &Signer, bob: &Signer, i: u64, size: usize, n: usize) -> Vec<SignedRecord> {
     let id = commitment_id(i);
     let mut req = rec::Request {
@@ -82,7 +106,7 @@ fn lifecycle(alice: &Signer, bob: &Signer, i: u64, size: usize, n: usize) -> Vec
     };
     let base = prost::Message::encoded_len(&record("alice", &id, Operation::Request(req.clone())));
     if let Some(t) = &mut req.terms {
-        t.description = "x".repeat(size.saturating_sub(base + 3));
+        t.description = prose(i, size.saturating_sub(base + 3));
     }
     let steps = [
         (alice, record("alice", &id, Operation::Request(req))),
@@ -97,10 +121,25 @@ fn lifecycle(alice: &Signer, bob: &Signer, i: u64, size: usize, n: usize) -> Vec
                 }),
             ),
         ),
-        (
-            alice,
-            record("alice", &id, Operation::Accept(rec::Accept::default())),
-        ),
+        // Every other commitment stays open: its statement is rejected (back to promised, with
+        // nothing due), so the Work service tick has open commitments to (not) look at.
+        if i % 2 == 0 {
+            (
+                alice,
+                record("alice", &id, Operation::Accept(rec::Accept::default())),
+            )
+        } else {
+            (
+                alice,
+                record(
+                    "alice",
+                    &id,
+                    Operation::Reject(rec::Reject {
+                        reason: "redo".into(),
+                    }),
+                ),
+            )
+        },
     ];
     steps
         .into_iter()
@@ -136,7 +175,7 @@ pub fn rss_mib(pid: u32) -> Result<f64> {
 
 /// Builds a ledger of `records` records for the node initialised under `root/ORG` (its config
 /// at `cfg`); returns the seconds it took.
-pub async fn build(root: &Path, records: u64, size: usize) -> Result<f64> {
+pub async fn build(root: &Path, records: u64, size: usize) -> Result<(f64, f64)> {
     let dir = root.join(ORG);
     let cfg = dir.join(accord_daemon::layout::node::CONFIG);
     let config = Config::load(&cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -148,10 +187,14 @@ pub async fn build(root: &Path, records: u64, size: usize) -> Result<f64> {
     let commitments = records.div_ceil(4);
     let started = Instant::now();
     let bar = crate::output::bar(commitments, "building the ledger");
+    let bytes = std::sync::atomic::AtomicU64::new(0);
     let done = accord_node::import::bulk(config, commitments, 1024, |i| {
         bar.inc(1);
         let n = (records - i * 4).min(4) as usize;
-        lifecycle(&alice, &bob, i, size, n)
+        let l = lifecycle(&alice, &bob, i, size, n);
+        let b: usize = l.iter().map(prost::Message::encoded_len).sum();
+        bytes.fetch_add(b as u64, std::sync::atomic::Ordering::Relaxed);
+        l
     })
     .await
     .map_err(|e| anyhow::anyhow!("import: {e}"))?;
@@ -162,7 +205,10 @@ pub async fn build(root: &Path, records: u64, size: usize) -> Result<f64> {
         done.records,
         done.applied
     );
-    Ok(started.elapsed().as_secs_f64())
+    Ok((
+        started.elapsed().as_secs_f64(),
+        bytes.into_inner() as f64 / records as f64,
+    ))
 }
 
 /// Initialises a node for the scale bench under `root` (parties alice and bob).
@@ -184,12 +230,31 @@ pub struct Figures {
     pub rss_mib: f64,
     /// Resident memory after the random reads, MiB.
     pub rss_mib_after_reads: f64,
-    /// Bytes on disk (the whole data directory) per record.
+    /// Bytes on disk (the whole data directory) per record, once compacted (cold data: every
+    /// overwritten commitment version and the write-ahead log gone).
     pub bytes_per_record: f64,
+    /// The same just after the build, before compaction (0 when an existing ledger was reused).
+    pub bytes_per_record_uncompacted: f64,
     /// `GetCommitment` p99 over the random reads on a cold cache, µs.
     pub get_commitment_p99_us: u64,
     /// Its median, µs.
     pub get_commitment_p50_us: u64,
+    /// One Work service clock tick with nothing due (half the commitments open), µs (mean of
+    /// 100, measured in-process on the stopped node's store).
+    pub tick_us: f64,
+    /// Mean encoded size of the ledger's signed records, bytes (0 when reused).
+    pub record_bytes_mean: f64,
+}
+
+/// Compacts the (stopped) node's store under `root` to its bottommost level; returns the data
+/// directory's bytes before.
+fn compact(root: &Path) -> Result<u64> {
+    let data = Config::load(&root.join(ORG).join(accord_daemon::layout::node::CONFIG))
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .data_dir;
+    let before = disk_bytes(&data);
+    accord_node::import::compact(&data).map_err(|e| anyhow::anyhow!("compact: {e}"))?;
+    Ok(before)
 }
 
 /// Restarts the node built under `root` as a child process and measures it.
@@ -228,8 +293,11 @@ pub async fn measure(root: &Path, records: u64, reads: u64) -> Result<(Figures, 
             rss_mib: rss,
             rss_mib_after_reads: after,
             bytes_per_record: bytes as f64 / records.max(1) as f64,
+            bytes_per_record_uncompacted: 0.0,
             get_commitment_p99_us: hist.value_at_quantile(0.99),
             get_commitment_p50_us: hist.value_at_quantile(0.5),
+            tick_us: 0.0,
+            record_bytes_mean: 0.0,
         },
         node,
     ))
@@ -255,8 +323,8 @@ pub async fn run(a: ScaleArgs, out: crate::output::Output) -> Result<()> {
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
         == Some(records);
-    let build_s = if reuse {
-        0.0
+    let (build_s, record_bytes_mean) = if reuse {
+        (0.0, 0.0)
     } else {
         if root.join(ORG).exists() {
             std::fs::remove_dir_all(root.join(ORG))?;
@@ -267,9 +335,19 @@ pub async fn run(a: ScaleArgs, out: crate::output::Output) -> Result<()> {
         std::fs::write(&marker, records.to_string())?;
         s
     };
+    let uncompacted = if reuse { 0 } else { compact(&root)? };
+
     let (mut f, node) = measure(&root, records, a.reads).await?;
     f.build_s = build_s;
+    f.bytes_per_record_uncompacted = uncompacted as f64 / records as f64;
+    f.record_bytes_mean = record_bytes_mean;
     node.stop().await?;
+    let config = Config::load(&root.join(ORG).join(accord_daemon::layout::node::CONFIG))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    f.tick_us = accord_node::import::tick_us(config, 100)
+        .await
+        .map_err(|e| anyhow::anyhow!("tick: {e}"))?
+        .0;
     if out == crate::output::Output::Json {
         crate::output::json(&serde_json::to_value(&f)?);
     } else {
@@ -285,6 +363,11 @@ pub async fn run(a: ScaleArgs, out: crate::output::Output) -> Result<()> {
             (
                 "bytes on disk / record",
                 format!("{:.0}", f.bytes_per_record),
+            ),
+            ("Work service tick (nothing due)", format!("{:.0} µs", f.tick_us)),
+            (
+                "mean record size",
+                format!("{:.0} bytes", f.record_bytes_mean),
             ),
             (
                 "GetCommitment p50 / p99 (cold)",

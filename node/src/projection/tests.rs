@@ -9,7 +9,8 @@ use accord_proto::pb::record::v1 as rec;
 use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
 use std::sync::RwLock;
 
-fn request(commitment: &str) -> rec::Record {
+/// A request of `commitment` by acme/alice to acme/bob (shared with the listing tests).
+pub(crate) fn request(commitment: &str) -> rec::Record {
     rec::Record {
         author: Some(rec::PartyRef {
             organisation: "acme".into(),
@@ -32,7 +33,8 @@ fn request(commitment: &str) -> rec::Record {
     }
 }
 
-fn append_of(key: &Signer, r: &rec::Record) -> Append<k::Record> {
+/// `r` signed by `key`, as the writer takes it.
+pub(crate) fn append_of(key: &Signer, r: &rec::Record) -> Append<k::Record> {
     let signed = signing::sign_record(key, r);
     let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
     let input = crate::convert::record_from_pb(id, r).unwrap();

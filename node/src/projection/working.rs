@@ -318,7 +318,11 @@ impl Working {
         }
         self.base_due.clear();
         for (id, r) in self.runs.changed() {
-            writes.put(store::RUNS, id.as_bytes().to_vec(), store::encode(&r));
+            writes.put(
+                store::RUNS,
+                id.as_bytes().to_vec(),
+                store::encode_json(&r),
+            );
         }
         writes.into_batch(st, batch)?;
         st.batch_meta(batch, store::WATERMARK, &self.next.to_be_bytes())?;
