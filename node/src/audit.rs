@@ -137,14 +137,12 @@ struct Replay {
 impl Replay {
     fn new(config: &Config) -> Result<Replay, Error> {
         let published = Arc::new(RwLock::new(Projection::default()));
-        let mut machine = WorkMachine::new(
-            published,
-            crate::projection::access_from_config(config)?,
-        )
-        .with_envelopes(crate::envelopes::Envelopes::new(
-            &config.name,
-            crate::envelopes::types::all(config),
-        ));
+        let mut machine =
+            WorkMachine::new(published, crate::projection::access_from_config(config)?)
+                .with_envelopes(crate::envelopes::Envelopes::new(
+                    &config.name,
+                    crate::envelopes::types::all(config),
+                ));
         let scratch = compare::Scratch::new()?;
         machine.open(&scratch.store)?;
         let access = machine.access_handle();

@@ -364,7 +364,10 @@ pub async fn run(a: ScaleArgs, out: crate::output::Output) -> Result<()> {
                 "bytes on disk / record",
                 format!("{:.0}", f.bytes_per_record),
             ),
-            ("Work service tick (nothing due)", format!("{:.0} µs", f.tick_us)),
+            (
+                "Work service tick (nothing due)",
+                format!("{:.0} µs", f.tick_us),
+            ),
             (
                 "mean record size",
                 format!("{:.0} bytes", f.record_bytes_mean),

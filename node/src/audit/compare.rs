@@ -34,10 +34,8 @@ impl Scratch {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
-        let dir = std::env::temp_dir().join(format!(
-            "accord-verify-{}-{nanos}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("accord-verify-{}-{nanos}", std::process::id()));
         let store = Arc::new(Store::open(&dir, ps::CFS)?);
         Ok(Scratch { store, dir })
     }
@@ -186,7 +184,9 @@ pub(super) fn compare(
                 let shown = crate::ident::truncate(&String::from_utf8_lossy(k), 80);
                 note(
                     seq,
-                    format!("{cf} {shown:?}: the {side} value differs or is missing on the other side"),
+                    format!(
+                        "{cf} {shown:?}: the {side} value differs or is missing on the other side"
+                    ),
                 );
                 Ok(())
             })?;
@@ -195,7 +195,9 @@ pub(super) fn compare(
     // The deadline index against the stored commitments (its times depend on batching).
     stored.scan_extra(ps::COMMITMENTS, &[], |k, v| {
         let id = String::from_utf8_lossy(k).into_owned();
-        let due = ps::decode::<Stored>("commitment", v).ok().and_then(|s| s.due_ms);
+        let due = ps::decode::<Stored>("commitment", v)
+            .ok()
+            .and_then(|s| s.due_ms);
         if let Some(d) = due
             && !matches!(stored.get_extra(ps::DUE, &ps::due_key(d, &id)), Ok(Some(_)))
         {

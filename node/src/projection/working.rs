@@ -52,13 +52,7 @@ pub struct Working {
 
 impl Working {
     /// Opens on the stored projection `db`, whose watermark is `next`.
-    pub fn open(
-        &mut self,
-        db: Arc<Persisted>,
-        next: u64,
-        runs: Vec<StoredRun>,
-        orgs: Vec<String>,
-    ) {
+    pub fn open(&mut self, db: Arc<Persisted>, next: u64, runs: Vec<StoredRun>, orgs: Vec<String>) {
         self.orgs = orgs.into_iter().collect();
         self.db = Some(db);
         self.next = next;
@@ -318,11 +312,7 @@ impl Working {
         }
         self.base_due.clear();
         for (id, r) in self.runs.changed() {
-            writes.put(
-                store::RUNS,
-                id.as_bytes().to_vec(),
-                store::encode_json(&r),
-            );
+            writes.put(store::RUNS, id.as_bytes().to_vec(), store::encode_json(&r));
         }
         writes.into_batch(st, batch)?;
         st.batch_meta(batch, store::WATERMARK, &self.next.to_be_bytes())?;
