@@ -27,12 +27,13 @@ use crate::projection::{Projection, WorkMachine};
 use accord_kernel as k;
 use accord_proto::merkle::{CompactRange, leaf_hash};
 use accord_proto::note::Verifier;
-use accord_proto::pb::record::v1::Record as PbRecord;
 use accord_proto::pb::work::v1::LedgerEntry;
 use accord_proto::signing::RecordId;
 use prost::Message;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
+
+mod compare;
 
 /// Records read from the store at once.
 const CHUNK: usize = 1024;
@@ -126,38 +127,40 @@ fn node_key(config: &Config) -> Result<Verifier, Error> {
 
 /// The replay: the node's projection machine, with peer organisations listed as the node's
 /// restore lists them (a peer's record is in the ledger only because its organisation was a
-/// peer when it was admitted).
+/// peer when it was admitted), writing its derived state to a scratch store.
 struct Replay {
     machine: WorkMachine,
     access: Arc<RwLock<k::Access>>,
-    published: Arc<RwLock<Projection>>,
+    scratch: compare::Scratch,
 }
 
 impl Replay {
     fn new(config: &Config) -> Result<Replay, Error> {
         let published = Arc::new(RwLock::new(Projection::default()));
-        let machine = WorkMachine::new(
-            published.clone(),
-            crate::projection::access_from_config(config)?,
-        );
+        let mut machine =
+            WorkMachine::new(published, crate::projection::access_from_config(config)?)
+                .with_envelopes(crate::envelopes::Envelopes::new(
+                    &config.name,
+                    crate::envelopes::types::all(config),
+                ));
+        let scratch = compare::Scratch::new()?;
+        machine.open(&scratch.store)?;
         let access = machine.access_handle();
         Ok(Replay {
             machine,
             access,
-            published,
+            scratch,
         })
     }
 
     /// The outcome the kernel reaches for `entry` at its recorded time, or why it cannot run.
     fn outcome(&mut self, entry: &LedgerEntry) -> Result<crate::ledger::Outcome, String> {
-        let signed = entry.record.as_ref().ok_or("entry without a record")?;
         let id: RecordId = entry
             .record_id
             .as_ref()
             .try_into()
             .map_err(|_| "record id is not 32 bytes".to_string())?;
-        let pb = PbRecord::decode(signed.payload.as_ref()).map_err(|e| e.to_string())?;
-        let record = crate::convert::record_from_pb_recorded(id, &pb).map_err(|e| e.to_string())?;
+        let record = crate::projection::restart::decode_entry(entry)?;
         if let Ok(mut a) = self.access.write() {
             let org = record.author.organisation.clone();
             if org != a.service.organisation && !a.organisations.contains_key(&org) {
@@ -170,20 +173,15 @@ impl Replay {
     }
 }
 
-/// Compares the projection the replay derived with the one the node stores; the first
-/// difference with the sequence where it appears.
-///
-/// Today the node's derived state stored on disk is each record's outcome, checked record by
-/// record in [`verify`]; the commitments themselves are rebuilt in memory at start-up. When
-/// they are persisted in their own column families (issue 15, item 1), this is where the stored
-/// projection is read from `stored` and compared with `replayed`, commitment by commitment,
-/// reporting the last sequence of the commitment's history that differs.
+/// Compares the projection the node stores (`stored`: its `pj_*` column families and
+/// watermark) with the one the replay of its `total` records derived (`replayed`); the first
+/// difference with the sequence where it appears ([`compare`]).
 pub(crate) fn compare_projection(
     stored: &Store,
-    replayed: &Projection,
+    replayed: &Store,
+    total: u64,
 ) -> Result<Option<(u64, String)>, Error> {
-    let _ = (stored, replayed);
-    Ok(None)
+    compare::compare(stored, replayed, total)
 }
 
 /// Replays the ledger in `data_dir` (the node configured by `config`) and compares it with what
@@ -229,6 +227,7 @@ pub fn verify(
                 roots.insert(seq, range.root());
             }
         }
+        replay.scratch.flush(&mut replay.machine)?;
         report.records = seq;
         progress(seq, total);
     }
@@ -256,12 +255,7 @@ pub fn verify(
             size: c.size,
         });
     }
-    replay.machine.publish();
-    let replayed = replay
-        .published
-        .read()
-        .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
-    if let Some((sequence, what)) = compare_projection(&store, &replayed)? {
+    if let Some((sequence, what)) = compare_projection(&store, &replay.scratch.store, total)? {
         report.difference = diff(sequence, "projection", what);
     }
     Ok(report)

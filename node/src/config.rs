@@ -50,6 +50,9 @@ pub struct Config {
     /// Ledger tuning.
     #[serde(default)]
     pub ledger: LedgerConfig,
+    /// The persisted projection's in-memory bounds (issue 15).
+    #[serde(default)]
+    pub projection: ProjectionConfig,
     /// Federation delivery and admission tuning.
     #[serde(default)]
     pub federation: FederationConfig,
@@ -281,6 +284,28 @@ impl Default for LedgerConfig {
     fn default() -> Self {
         Self {
             max_batch: default_max_batch(),
+        }
+    }
+}
+
+/// The persisted projection (issue 15): derived state lives in RocksDB; memory holds a bounded
+/// cache of commitments.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectionConfig {
+    /// Most commitments kept in memory (misses are read from RocksDB).
+    #[serde(default = "default_cache_commitments")]
+    pub cache_commitments: usize,
+}
+
+fn default_cache_commitments() -> usize {
+    100_000
+}
+
+impl Default for ProjectionConfig {
+    fn default() -> Self {
+        Self {
+            cache_commitments: default_cache_commitments(),
         }
     }
 }
@@ -625,6 +650,9 @@ impl Config {
         }
         if self.ledger.max_batch == 0 {
             return Err(err("ledger.max_batch", "must be > 0"));
+        }
+        if self.projection.cache_commitments < 2 {
+            return Err(err("projection.cache_commitments", "must be >= 2"));
         }
         let mut seen = std::collections::HashSet::new();
         for (i, p) in self.parties.iter().enumerate() {

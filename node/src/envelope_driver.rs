@@ -171,7 +171,7 @@ fn validate_staged(
             let c = p.get(commitment).ok_or_else(|| {
                 format!("unknown_commitment: {commitment:?} is not held at {org}")
             })?;
-            local.insert(commitment.to_string(), c.clone());
+            local.insert(commitment.to_string(), (*c).clone());
         }
         let applied = k::apply_with(&local, &kr, access, now)
             .map_err(|r| format!("{}: {}", r.code, r.detail))?;

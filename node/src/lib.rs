@@ -10,7 +10,8 @@
 //! directory, [`connect`] for a TLS client channel, the [`Node`] state, the [`clock`] and the
 //! [`Error`] type; [`ident`] (the name rules `accordctl` checks flags with) and [`ledger`] (for
 //! `accordctl bench log`, which measures proofs on the node's real storage); [`embed`], the
-//! step-by-step surface the deterministic simulation (`accord-sim`) drives. Protocol rules
+//! step-by-step surface the deterministic simulation (`accord-sim`) drives; [`import`] (for
+//! `accordctl bench scale`, which builds large ledgers through the real write path). Protocol rules
 //! (reason codes, receipts) are in `accord-proto`; daemon plumbing in `accord-daemon`.
 #![forbid(unsafe_code)]
 
@@ -19,6 +20,7 @@ pub mod clock;
 pub mod config;
 pub mod embed;
 pub mod ident;
+pub mod import;
 pub mod init;
 pub mod ledger;
 

@@ -40,6 +40,8 @@ pub struct Metrics {
     admissions: IntCounterVec,
     refusals: IntCounterVec,
     quarantine_size: IntGauge,
+    projection_replayed: IntGauge,
+    projection_cached: IntGauge,
     tls_handshake_failures: IntCounterVec,
     connections_closed: IntCounterVec,
     /// Unix ms when the checkpointer last found the latest checkpoint covering the whole ledger
@@ -178,6 +180,15 @@ impl Metrics {
             "accord_federation_quarantine_records",
             "Records in quarantine (waiting for their basis or an operator).",
         );
+        let projection_replayed = gauge(
+            "accord_projection_replayed_records",
+            "Records the last start-up replayed through the kernel (those after the persisted \
+             projection's watermark).",
+        );
+        let projection_cached = gauge(
+            "accord_projection_cached_commitments",
+            "Commitments in the projection's in-memory cache (projection.cache_commitments).",
+        );
         let tls_handshake_failures = counter_vec(
             "accord_tls_handshake_failures_total",
             "TLS handshakes refused, by side (server: a client we refused; client: a peer that \
@@ -210,6 +221,8 @@ impl Metrics {
             admissions,
             refusals,
             quarantine_size,
+            projection_replayed,
+            projection_cached,
             tls_handshake_failures,
             connections_closed,
             checkpoint_current_at: Arc::new(AtomicI64::new(0)),
@@ -297,6 +310,10 @@ pub struct Snapshot {
     pub peers: Vec<PeerGauges>,
     /// Records in quarantine.
     pub quarantine_size: u64,
+    /// Records the last start-up replayed into the persisted projection (issue 15).
+    pub projection_replayed: u64,
+    /// Commitments in the projection's in-memory cache.
+    pub projection_cached: u64,
     /// The listener's refused handshakes, refused connections and timed-out connections.
     pub listener: (u64, u64, u64),
 }
@@ -361,6 +378,8 @@ pub fn gather(m: &Metrics, s: &Snapshot) -> Result<String, crate::Error> {
             .set(i64::from(p.backfilling));
     }
     m.quarantine_size.set(s.quarantine_size as i64);
+    m.projection_replayed.set(s.projection_replayed as i64);
+    m.projection_cached.set(s.projection_cached as i64);
     // The listener counts in `tls::ListenerStats` (it runs before any service and knows no
     // registry); the counters here catch up with it at each scrape.
     catch_up(

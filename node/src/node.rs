@@ -117,8 +117,9 @@ pub(crate) struct Transports {
     pub witnesses: Option<Vec<crate::log::WitnessEndpoint>>,
 }
 
-/// Opens everything a node needs from `config`: keys, TLS, the ledger (replaying it into the
-/// projection), the log state, the witness client and federation. Nothing is served yet.
+/// Opens everything a node needs from `config`: keys, TLS, the ledger (opening the persisted
+/// projection and replaying only the records after its watermark), the log state, the witness
+/// client and federation. Nothing is served yet.
 pub(crate) async fn open(config: Config, clock: Clock) -> Result<Opened, Error> {
     open_with(config, clock, Transports::default()).await
 }
@@ -151,13 +152,15 @@ pub(crate) async fn open_with(
     .with_envelopes(crate::envelopes::Envelopes::new(
         &config.name,
         crate::envelopes::types::all(&config),
-    ));
+    ))
+    .with_cache(config.projection.cache_commitments);
     let access = machine.access_handle();
     let data_dir = config.data_dir.clone();
     let max_batch = config.ledger.max_batch;
     let writer_clock = clock.clone();
     let (ledger, writer) = tokio::task::spawn_blocking(move || {
-        // Federation declares its own column families; the ledger's store creates them.
+        // Federation declares its own column families (the projection's come with its
+        // machine); the ledger's store creates them.
         Ledger::open_with(
             &data_dir,
             crate::federation::db::CFS,

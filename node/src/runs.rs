@@ -1,8 +1,11 @@
 //! The runs the node knows (seed 002, "Run states and execution receipts"), beside the
 //! commitments in the [`Projection`](crate::projection::Projection): every `Operation::Run`
 //! record, in ledger order, goes to the kernel's run machine ([`kr::apply_run`]); a rejected one
-//! is recorded with its rejection and changes nothing. Like the commitments, runs are derived:
-//! start-up replays the ledger and reaches the same runs.
+//! is recorded with its rejection and changes nothing. Like the commitments, runs are derived
+//! and persisted (`pj_runs`, issue 15): each run a batch changed is written in the batch's synced
+//! write, and start-up loads the stored runs instead of replaying the ledger (a replay from
+//! sequence 0 reaches the same runs). Runs stay in memory: a parent's children are counted over
+//! them.
 
 use crate::ledger::Outcome;
 use accord_kernel as k;
@@ -59,6 +62,36 @@ impl Runs {
         }
         self.effects_order.push_back(id);
         self.effects.insert(id, effects);
+    }
+
+    /// The runs as stored at start-up.
+    pub fn load(stored: Vec<crate::projection::store::StoredRun>) -> Runs {
+        let mut r = Runs::default();
+        for s in stored {
+            r.writers
+                .insert(s.run.id.clone(), s.writers.into_iter().collect());
+            r.runs.insert(s.run.id.clone(), s.run);
+        }
+        r
+    }
+
+    /// The runs changed since the last [`Runs::publish_into`], as stored.
+    pub fn changed(&self) -> Vec<(String, crate::projection::store::StoredRun)> {
+        self.touched
+            .iter()
+            .filter_map(|id| {
+                let run = self.runs.get(id)?.clone();
+                let writers = self
+                    .writers
+                    .get(id)
+                    .map(|w| w.iter().cloned().collect())
+                    .unwrap_or_default();
+                Some((
+                    id.clone(),
+                    crate::projection::store::StoredRun { run, writers },
+                ))
+            })
+            .collect()
     }
 
     /// Copies what changed since the last call into `published`: O(runs touched by the batch),

@@ -32,6 +32,10 @@ pub fn gather(node: &Node) -> Result<String, crate::Error> {
             backfilling: fed.outbox.behind(name).is_some(),
         });
     }
+    let (projection_replayed, projection_cached) = match node.projection.read() {
+        Ok(p) => (p.replayed(), p.cached() as u64),
+        Err(_) => (0, 0),
+    };
     let stats = &node.listener_stats;
     let snapshot = Snapshot {
         ledger_records: node.ledger.len(),
@@ -40,6 +44,8 @@ pub fn gather(node: &Node) -> Result<String, crate::Error> {
         now_ms: node.clock.now_ms(),
         peers,
         quarantine_size: fed.quarantine.size()? as u64,
+        projection_replayed,
+        projection_cached,
         listener: (
             stats.refused_handshakes.load(Ordering::Relaxed),
             stats.refused_connections.load(Ordering::Relaxed),

@@ -7,8 +7,9 @@
 //! kernel form comes from [`crate::convert::record_from_pb`] like a submitted record's (issue
 //! 10, item 4), so the live run and a replay convert the same bytes.
 //!
-//! The scan runs on a blocking thread over a snapshot of the open commitments taken under a
-//! short read lock (the projection's lock is not held while the kernel computes what is due).
+//! A tick reads only the commitments whose time has come, from the deadline index the projection
+//! keeps in the same synced batches as the commitments ([`crate::projection::due`]); it runs on a
+//! blocking thread (the projection's lock is not held while the kernel computes what is due).
 
 use crate::error::Error;
 use crate::node::Node;
@@ -99,15 +100,18 @@ fn due_for(c: &k::Commitment, promise_claim: Option<k::RecordId>, now: i64) -> V
     out
 }
 
-/// Everything due at `now`, from a snapshot of the open commitments (taken under a short read
-/// lock; the kernel runs without the lock).
+/// Most commitments one tick looks at; the rest wait for the next tick (earliest first).
+pub const TICK_MAX: usize = 4096;
+
+/// Everything due at `now`: the commitments the deadline index (`pj_due`, issue 15, item 3)
+/// holds at or before `now`, read under a short read lock — O(due), not O(open commitments);
+/// the kernel then runs on each without the lock.
 pub fn scan(node: &Node, now: i64) -> Vec<Due> {
-    let Ok(snapshot) = node.projection.read().map(|p| p.service_snapshot()) else {
+    let Ok(due) = node.projection.read().map(|p| p.service_due(now, TICK_MAX)) else {
         return Vec::new();
     };
-    snapshot
-        .iter()
-        .flat_map(|(c, claim)| due_for(c, *claim, now))
+    due.iter()
+        .flat_map(|c| due_for(c, c.promise_due(), now))
         .collect()
 }
 

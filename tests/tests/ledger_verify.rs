@@ -1,8 +1,9 @@
 //! Issue 15, item 2: `accordctl ledger verify` over a real node's data directory. It refuses a
 //! directory a running node holds (exit 2); on the stopped node's data it replays every record
 //! and passes (exit 0, JSON with the checked checkpoint); and after one stored tree node, the
-//! latest checkpoint or one record's stored outcome (derived state) is altered on disk, it fails
-//! with exit 1, naming the first sequence where the difference appears.
+//! latest checkpoint, one record's stored outcome or the stored projection (derived state) is
+//! altered on disk, it fails with exit 1, naming the first sequence where the difference
+//! appears.
 
 mod federation_common;
 
@@ -201,6 +202,55 @@ async fn verify_passes_on_a_real_ledger_and_names_the_first_altered_sequence() {
         "{v}"
     );
     put_back(&data, "records", &2u64.to_be_bytes(), &old);
+    let (code, v, _) = verify(&data);
+    assert_eq!(code, 0, "{v}");
+
+    // The stored projection altered (issue 15: projections are persisted and must be what the
+    // records give). c-2's commitment state (its only record is at sequence 1): reported at 1.
+    let old = alter(&data, "pj_commitments", b"c-2", |v| {
+        let mut v = v.to_vec();
+        let last = v.len() - 1;
+        v[last] ^= 1;
+        v
+    });
+    let (code, v, _) = verify(&data);
+    assert_eq!(
+        (code, difference(&v)),
+        (1, (1, "projection".to_string())),
+        "{v}"
+    );
+    put_back(&data, "pj_commitments", b"c-2", &old);
+    // c-1's state: its last record is the rejected second request at sequence 3.
+    let old = alter(&data, "pj_commitments", b"c-1", |v| {
+        let mut v = v.to_vec();
+        v[0] ^= 1;
+        v
+    });
+    let (code, v, _) = verify(&data);
+    assert_eq!(
+        (code, difference(&v)),
+        (1, (3, "projection".to_string())),
+        "{v}"
+    );
+    put_back(&data, "pj_commitments", b"c-1", &old);
+    // One history entry of c-3 (sequence 2) removed: reported at 2.
+    let mut key = b"c-3\0".to_vec();
+    key.extend_from_slice(&2u64.to_be_bytes());
+    let old = {
+        let db = open_db(&data);
+        let h = db.cf_handle("pj_history").unwrap();
+        let old = db.get_cf(h, &key).unwrap().expect("history entry stored");
+        db.delete_cf(h, &key).unwrap();
+        db.flush_cf(h).unwrap();
+        old
+    };
+    let (code, v, _) = verify(&data);
+    assert_eq!(
+        (code, difference(&v)),
+        (1, (2, "projection".to_string())),
+        "{v}"
+    );
+    put_back(&data, "pj_history", &key, &old);
     let (code, v, _) = verify(&data);
     assert_eq!(code, 0, "{v}");
 }

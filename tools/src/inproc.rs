@@ -182,6 +182,11 @@ impl InProcNode {
         Ok(accord_proto::note::Signer::from_skey(t.trim())?)
     }
 
+    /// The child process's id (`None` for a node in this process).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
     /// Stops the node gracefully (SIGTERM for a child process) and waits for it.
     pub async fn stop(mut self) -> Result<()> {
         self.shutdown.cancel();

@@ -17,6 +17,8 @@ mod bench_federation;
 #[cfg(feature = "node")]
 mod bench_log;
 #[cfg(feature = "node")]
+mod bench_scale;
+#[cfg(feature = "node")]
 mod bench_witness;
 #[cfg(feature = "node")]
 mod creds;
@@ -119,6 +121,8 @@ enum BenchCmd {
     Federation(bench_federation::FederationArgs),
     /// Commit envelopes committed per second across two organisations, start → COMMITTED.
     Envelope(bench_envelope::EnvelopeArgs),
+    /// A ledger of N records: start-up, memory, bytes per record, cold GetCommitment p99.
+    Scale(bench_scale::ScaleArgs),
 }
 
 fn main() -> ExitCode {
@@ -170,6 +174,7 @@ fn online(cmd: Cmd, out: output::Output) -> ExitCode {
             Cmd::Bench(BenchCmd::Witness(a)) => bench_witness::run(a, out).await,
             Cmd::Bench(BenchCmd::Federation(a)) => bench_federation::run(a, out).await,
             Cmd::Bench(BenchCmd::Envelope(a)) => bench_envelope::run(a, out).await,
+            Cmd::Bench(BenchCmd::Scale(a)) => bench_scale::run(a, out).await,
             Cmd::Admin(a) => admin::run(a, out).await,
             Cmd::Status(a) => status::run(a, out).await,
             Cmd::Work(c) => work::run(c, out).await,

@@ -103,16 +103,30 @@ impl<I: Send + 'static> Ledger<I> {
     where
         M: Machine<Input = I>,
     {
-        let store = Arc::new(Store::open(dir, extra)?);
+        let extra: Vec<&str> = extra
+            .iter()
+            .chain(machine.column_families())
+            .copied()
+            .collect();
+        let store = Arc::new(Store::open(dir, &extra)?);
         let len = store.record_count()?;
-        let mut seq = 0;
+        // The machine's persisted state reflects the records before its watermark (written in
+        // the same synced batches); only the records after it are replayed, each chunk's derived
+        // state written back at once.
+        let mut seq = machine.open(&store)?.min(len);
+        let from = seq;
         while seq < len {
+            let mut batch = Batch::default();
             for entry in store.range(seq, 1024)? {
                 machine.restore(&entry);
                 seq = entry.sequence + 1;
             }
+            machine.persist(&store, &mut batch)?;
+            store.write(batch, true)?;
+            machine.publish();
         }
         machine.publish();
+        tracing::info!(records = len, replayed = len - from, "ledger opened");
         let (len_tx, len_rx) = watch::channel(len);
         let (tx, rx) = mpsc::channel(max_batch.max(1) * 4);
         let metrics = Arc::new(std::sync::OnceLock::new());

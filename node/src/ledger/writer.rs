@@ -1,6 +1,6 @@
 //! The group-commit writer thread.
 
-use super::store::{Store, storage, tree_key};
+use super::store::{Batch, Store, storage, tree_key};
 use super::{Append, Job};
 use crate::error::Error;
 use accord_proto::merkle::{CompactRange, leaf_hash};
@@ -24,6 +24,25 @@ pub trait Machine: Send + 'static {
     fn apply(&mut self, seq: u64, id: &RecordId, input: &Self::Input, now: i64) -> Outcome;
     /// Re-applies a stored entry at start-up (replay); must reach the same outcome.
     fn restore(&mut self, entry: &LedgerEntry);
+    /// The column families the machine's persisted state lives in (created by the ledger's
+    /// store at open).
+    fn column_families(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Opens the machine's persisted state in `store` at start-up; returns the sequence from
+    /// which the ledger replays the records through [`Machine::restore`] (its watermark; 0 —
+    /// everything — for a machine that persists nothing).
+    fn open(&mut self, store: &Arc<Store>) -> Result<u64, Error> {
+        let _ = store;
+        Ok(0)
+    }
+    /// Adds the derived state of the records applied (or restored) since the last call to
+    /// `batch`, the synced write that also holds those records (issue 15: persisted
+    /// projections, same batch, with the watermark). An error fails the write.
+    fn persist(&mut self, store: &Store, batch: &mut Batch) -> Result<(), Error> {
+        let _ = (store, batch);
+        Ok(())
+    }
     /// Makes everything applied or restored so far visible to readers. The writer calls it
     /// only after the batch's synced write returned (reads see only synced records), and the
     /// ledger once after the replay at start-up.
@@ -132,7 +151,8 @@ impl<M: Machine> Writer<M> {
                 break;
             }
         }
-        if let Err(e) = self.store.db().flush_wal(true) {
+        // Memtables to files, not only the WAL: the next open then replays no log.
+        if let Err(e) = self.store.flush_all() {
             tracing::warn!(error = %e, "flush at shutdown");
         }
         tracing::info!(records = self.next, "ledger writer stopped");
@@ -216,6 +236,16 @@ impl<M: Machine> Writer<M> {
             replies.push((reply, results));
         }
         if !batch.is_empty() {
+            // The machine's derived state goes into the same synced write as the records.
+            let mut with_state = Batch::from_raw(batch);
+            let persisted = self.machine.persist(&self.store, &mut with_state);
+            let batch = with_state.into_raw();
+            if let Err(e) = persisted {
+                for (reply, results) in replies {
+                    let _ = reply.send(results.iter().map(|_| Err(Error::LedgerStopped)).collect());
+                }
+                return Err(e);
+            }
             let mut wo = WriteOptions::default();
             wo.set_sync(true);
             let started = std::time::Instant::now();

@@ -1,8 +1,12 @@
-//! The ledger machine around the projection: a working copy the writer thread applies to, and
-//! the shared projection reads see, updated only once a batch is synced.
+//! The ledger machine around the projection: a working copy the writer thread applies to and
+//! persists into each synced batch, and the shared read side, which shows a batch only once it
+//! is synced.
 
 use super::Projection;
-use crate::ledger::{Machine, Outcome};
+use super::store::{self, Persisted};
+use super::working::Working;
+use crate::error::Error;
+use crate::ledger::{Batch, Machine, Outcome, Store};
 use accord_kernel as k;
 use accord_proto::pb::record::v1::Record as PbRecord;
 use accord_proto::pb::work::v1::LedgerEntry;
@@ -10,27 +14,33 @@ use accord_proto::signing::RecordId;
 use prost::Message;
 use std::sync::{Arc, RwLock};
 
+/// Default bound of the commitment cache (`projection.cache_commitments`).
+pub const DEFAULT_CACHE: usize = 100_000;
+
 /// The ledger machine. The writer thread applies each record of a group commit to `working`
-/// (owned by the writer, so the batch sees its own earlier records); the ledger calls
-/// [`Machine::publish`] only after the batch's synced write returned, and only then does
-/// `published` — what every read, visibility check and the Work service clock use — show
-/// the batch. A failed write publishes nothing (the writer stops; a restart replays the disk).
+/// (owned by the writer, so the batch sees its own earlier records) and adds the derived state it
+/// changed to the batch's synced write ([`Machine::persist`]); the ledger calls
+/// [`Machine::publish`] only after that write returned, and only then do the reads — every
+/// read, visibility check and the Work service clock use `published` — show the batch. A failed
+/// write publishes nothing (the writer stops; a restart resumes from the stored watermark).
 /// Access is shared ([`WorkMachine::access_handle`]) so that federation can add peer
 /// organisations at run time.
 pub struct WorkMachine {
-    working: Projection,
+    working: Working,
     published: Arc<RwLock<Projection>>,
     access: Arc<RwLock<k::Access>>,
+    cache: usize,
 }
 
 impl WorkMachine {
-    /// A machine publishing into `published` (which should be empty: the machine's working copy
-    /// starts empty and replays the ledger).
+    /// A machine publishing into `published` (which should be empty: the ledger opens the
+    /// stored projection into it), caching at most [`DEFAULT_CACHE`] commitments.
     pub fn new(published: Arc<RwLock<Projection>>, access: k::Access) -> Self {
         Self {
-            working: Projection::default(),
+            working: Working::default(),
             published,
             access: Arc::new(RwLock::new(access)),
+            cache: DEFAULT_CACHE,
         }
     }
 
@@ -38,6 +48,12 @@ impl WorkMachine {
     /// declared envelope types ([`crate::envelopes`]).
     pub fn with_envelopes(mut self, envelopes: crate::envelopes::Envelopes) -> Self {
         self.working.envelopes = envelopes;
+        self
+    }
+
+    /// Caches at most `n` commitments in memory (`projection.cache_commitments`).
+    pub fn with_cache(mut self, n: usize) -> Self {
+        self.cache = n;
         self
     }
 
@@ -50,6 +66,47 @@ impl WorkMachine {
 impl Machine for WorkMachine {
     type Input = k::Record;
 
+    fn column_families(&self) -> &'static [&'static str] {
+        store::CFS
+    }
+
+    fn open(&mut self, st: &Arc<Store>) -> Result<u64, Error> {
+        let db = Arc::new(Persisted::new(st.clone(), self.cache));
+        // A store written by another layout (or before the projection was persisted) is rebuilt
+        // from the records: its projection column families are cleared and replayed from 0.
+        let from = if db.layout_current()? {
+            db.watermark()?
+        } else {
+            let mut batch = Batch::default();
+            for cf in store::CFS {
+                st.delete_range_extra(&mut batch, cf, &[], &[0xff; 64])?;
+            }
+            st.write(batch, true)?;
+            0
+        };
+        let runs = db.runs()?;
+        // What a full replay used to rebuild beside the commitments: the foreign organisations
+        // Access lists and the envelopes (`restart`).
+        let orgs = {
+            let mut a = self
+                .access
+                .write()
+                .map_err(|_| Error::Internal("access lock poisoned".into()))?;
+            let orgs = super::restart::load_orgs(st, &mut a)?;
+            super::restart::load_envelopes(st, from, &a, &mut self.working.envelopes)?;
+            orgs
+        };
+        self.working
+            .open(db.clone(), from, runs.clone().into_iter().collect(), orgs);
+        let mut p = self
+            .published
+            .write()
+            .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
+        p.db = Some(db);
+        p.runs = crate::runs::Runs::load(runs);
+        Ok(from)
+    }
+
     fn apply(&mut self, seq: u64, _id: &RecordId, input: &k::Record, now: i64) -> Outcome {
         let Ok(access) = self.access.read() else {
             return Outcome {
@@ -61,14 +118,27 @@ impl Machine for WorkMachine {
         self.working.apply(seq, input, &access, now)
     }
 
+    fn persist(&mut self, st: &Store, batch: &mut Batch) -> Result<(), Error> {
+        self.working.persist(st, batch)
+    }
+
     fn publish(&mut self) {
+        let changed = self.working.take_changed();
         match self.published.write() {
-            Ok(mut p) => self.working.publish_into(&mut p),
+            Ok(mut p) => {
+                if let Some(db) = &p.db {
+                    db.cache().publish(changed);
+                }
+                self.working.runs.publish_into(&mut p.runs);
+                self.working.envelopes.publish_into(&mut p.envelopes);
+                p.replayed = self.working.replayed;
+            }
             Err(_) => tracing::error!("projection lock poisoned; not published"),
         }
     }
 
     fn restore(&mut self, entry: &LedgerEntry) {
+        self.working.replayed += 1;
         let Some(signed) = &entry.record else { return };
         let converted = PbRecord::decode(signed.payload.as_ref())
             .map_err(|e| e.to_string())

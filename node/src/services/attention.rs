@@ -1,6 +1,7 @@
 //! `ListAttention` and `WatchAttention` (issue 11, item 7: kernel `Notify` effects reach the
 //! parties). The lists are derived state of the projection ([`crate::projection::Attention`]),
-//! rebuilt by the replay, so they survive a restart. A party reads only its own list; the
+//! persisted with the records that raise them and paged from RocksDB (`pj_attention`, keyed by
+//! party and sequence), so they survive a restart. A party reads only its own list; the
 //! operator reads any party's.
 
 use super::commitments::{page_size, parse_token, token_of};
@@ -89,9 +90,8 @@ fn read(
         .projection
         .read()
         .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
-    Ok(p.attention(who, after)
+    Ok(p.attention(who, after, max)
         .iter()
-        .take(max)
         .map(|a| to_pb(a, who))
         .collect())
 }

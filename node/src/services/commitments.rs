@@ -6,6 +6,7 @@ use super::visibility::Visibility;
 use crate::auth::Caller;
 use crate::error::Error;
 use crate::node::Node;
+use crate::projection::CommitmentRef;
 use accord_kernel as k;
 use accord_proto::pb::record::v1::PartyRef;
 use accord_proto::pb::work::v1 as pb;
@@ -119,7 +120,7 @@ impl Filter {
         rules: &Visibility,
         after: &str,
         chunk: usize,
-        mut f: impl FnMut(Vec<Arc<k::Commitment>>) -> bool,
+        mut f: impl FnMut(Vec<CommitmentRef>) -> bool,
     ) -> Result<(), Error> {
         let mut cursor = after.to_string();
         loop {
@@ -128,7 +129,7 @@ impl Filter {
                     .projection
                     .read()
                     .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
-                let piece = p.commitments_after_limit(&cursor, chunk.max(1));
+                let piece = p.commitments_after(&cursor, chunk.max(1));
                 let last = piece.last().map(|c| c.id.clone());
                 let visible: Vec<_> = piece
                     .into_iter()
@@ -306,38 +307,12 @@ mod tests {
     use super::*;
     use crate::clock::Clock;
     use crate::ledger::Append;
+    use crate::projection::tests::request;
     use accord_proto::pb::record::v1 as rec;
-    use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
-
-    fn request(commitment: &str) -> rec::Record {
-        rec::Record {
-            author: Some(rec::PartyRef {
-                organisation: "acme".into(),
-                name: "alice".into(),
-            }),
-            declared_at_unix_ms: 1,
-            commitment_id: commitment.into(),
-            operation: Some(rec::record::Operation::Request(rec::Request {
-                candidate: Some(rec::PartyRef {
-                    organisation: "acme".into(),
-                    name: "bob".into(),
-                }),
-                terms: Some(rec::Terms {
-                    title: "t".into(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            })),
-            ..Default::default()
-        }
-    }
 
     fn append_of(node: &Node, r: &rec::Record) -> Append<k::Record> {
         // The node key speaks for any party of its organisation.
-        let signed = signing::sign_record(&node.signer, r);
-        let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
-        let input = crate::convert::record_from_pb(id, r).unwrap();
-        Append { id, signed, input }
+        crate::projection::tests::append_of(&node.signer, r)
     }
 
     /// A long scan lets go of the projection's lock between chunks: while the scan is under way

@@ -1,0 +1,529 @@
+//! The persisted projection (issue 15, item 1): the Work projection's derived state lives in
+//! RocksDB column families, written by the ledger's writer in the SAME synced `WriteBatch` as the
+//! records that change it, together with the watermark (`meta` key [`WATERMARK`]: one past the
+//! sequence of the last record the stored state reflects). So the stored state and the ledger
+//! never disagree: after a crash both are as of the last synced batch, and start-up replays only
+//! the records after the watermark (none, unless the store predates the projection CFs).
+//!
+//! | cf | key | value |
+//! |---|---|---|
+//! | `pj_commitments` | commitment id | [`Stored`] (postcard): the kernel's commitment, the claim whose promise is due, its due time |
+//! | `pj_history` | id ‖ 0 ‖ seq (u64 BE) | `HistoryEntry` (protobuf) |
+//! | `pj_readers` | id ‖ 0 ‖ "org/name" | empty: the party had a role on it |
+//! | `pj_acted` | record id ‖ seq (u64 BE) | the acting record's id |
+//! | `pj_attention` | "org/name" ‖ 0 ‖ seq (u64 BE) ‖ n (u32 BE) | [`StoredAttention`] (postcard) |
+//! | `pj_runs` | run id | [`StoredRun`] (JSON): the run and who wrote it |
+//! | `pj_due` | due ms (u64 BE) ‖ id | empty: the deadline index the Work service clock reads |
+//! | `pj_envelopes` | seq (u64 BE) | the balances an envelope/tick record looked up ([`super::restart`]) |
+//! | `pj_orgs` | organisation | empty: a foreign organisation authored a record here |
+//!
+//! Reads go through a bounded cache of commitments ([`Cache`], `projection.cache_commitments`)
+//! and read misses from `pj_commitments`; list reads page through the column families in key
+//! order. Another sub-projection plugs in by declaring its column families in [`CFS`] (or its own
+//! list passed to the ledger's open), pushing its writes into the [`Writes`] sink while it
+//! applies a record, and reading its column families on demand.
+
+use crate::error::Error;
+use crate::ledger::{Batch, Store};
+use accord_kernel as k;
+use accord_kernel::run as kr;
+use accord_proto::pb::work::v1::HistoryEntry;
+use accord_proto::signing::RecordId;
+use prost::Message;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Commitments (id → [`Stored`]).
+pub const COMMITMENTS: &str = "pj_commitments";
+/// Per-commitment history.
+pub const HISTORY: &str = "pj_history";
+/// Who had a role on a commitment.
+pub const READERS: &str = "pj_readers";
+/// Acted-upon records.
+pub const ACTED: &str = "pj_acted";
+/// Attention lists.
+pub const ATTENTION: &str = "pj_attention";
+/// Runs.
+pub const RUNS: &str = "pj_runs";
+/// The deadline index.
+pub const DUE: &str = "pj_due";
+/// The projection's column families, created by the ledger's store at open.
+pub const CFS: &[&str] = &[
+    COMMITMENTS,
+    HISTORY,
+    READERS,
+    ACTED,
+    ATTENTION,
+    RUNS,
+    DUE,
+    super::restart::ENVELOPES,
+    super::restart::ORGS,
+];
+/// `meta` key: one past the sequence of the last record the stored projection reflects.
+pub const WATERMARK: &str = "projection.watermark";
+/// `meta` key: the stored layout's version; a store without it (or with another) is rebuilt by a
+/// full replay at start-up.
+pub const LAYOUT: &str = "projection.layout";
+/// The current layout version.
+pub const LAYOUT_VERSION: &[u8] = b"3";
+
+/// What `pj_commitments` holds for one commitment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stored {
+    /// The kernel's derived state.
+    pub commitment: k::Commitment,
+    /// The claim whose produced promise record the Work service party has yet to write.
+    #[serde(default)]
+    pub promise_due: Option<RecordId>,
+    /// Its key in the deadline index (`pj_due`), if the Work service party has work on it.
+    #[serde(default)]
+    pub due_ms: Option<i64>,
+}
+
+/// One attention entry as stored (the recipient and sequence are in the key).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredAttention {
+    /// The commitment.
+    pub commitment: String,
+    /// The record that raised it.
+    pub record: RecordId,
+    /// Its author.
+    pub from: k::Party,
+    /// When it was recorded.
+    pub at: i64,
+    /// About what.
+    pub about: k::Notification,
+}
+
+/// One run as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredRun {
+    /// The run's derived state.
+    pub run: kr::Run,
+    /// The parties that wrote an applied record of it.
+    pub writers: Vec<k::Party>,
+}
+
+/// The writes a (sub-)projection adds to the ledger's batch while it applies records; turned
+/// into the batch by [`Writes::into_batch`] just before the synced write.
+#[derive(Debug, Default)]
+pub struct Writes(Vec<Write>);
+
+/// One write: column family, key, and the value (`None`: delete).
+type Write = (&'static str, Vec<u8>, Option<Vec<u8>>);
+
+impl Writes {
+    /// Puts `value` at `key` of column family `cf`.
+    pub fn put(&mut self, cf: &'static str, key: Vec<u8>, value: Vec<u8>) {
+        self.0.push((cf, key, Some(value)));
+    }
+
+    /// Deletes `key` of column family `cf`.
+    pub fn delete(&mut self, cf: &'static str, key: Vec<u8>) {
+        self.0.push((cf, key, None));
+    }
+
+    /// Moves every write into `batch`, in the order they were added.
+    pub fn into_batch(self, store: &Store, batch: &mut Batch) -> Result<(), Error> {
+        for (cf, key, value) in self.0 {
+            match value {
+                Some(v) => store.put_extra(batch, cf, &key, &v)?,
+                None => store.delete_extra(batch, cf, &key)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Key prefix of everything about commitment (or party) `id`: `id ‖ 0`.
+pub fn prefix(id: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(id.len() + 13);
+    k.extend_from_slice(id.as_bytes());
+    k.push(0);
+    k
+}
+
+/// `pj_history` key.
+pub fn history_key(id: &str, seq: u64) -> Vec<u8> {
+    let mut k = prefix(id);
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
+}
+
+/// `pj_readers` key.
+pub fn reader_key(id: &str, who: &k::Party) -> Vec<u8> {
+    let mut k = prefix(id);
+    k.extend_from_slice(who.to_string().as_bytes());
+    k
+}
+
+/// `pj_acted` key.
+pub fn acted_key(on: &RecordId, seq: u64) -> Vec<u8> {
+    let mut k = on.to_vec();
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
+}
+
+/// `pj_attention` key.
+pub fn attention_key(who: &k::Party, seq: u64, n: u32) -> Vec<u8> {
+    let mut k = prefix(&who.to_string());
+    k.extend_from_slice(&seq.to_be_bytes());
+    k.extend_from_slice(&n.to_be_bytes());
+    k
+}
+
+/// `pj_due` key (times before the epoch sort first).
+pub fn due_key(due_ms: i64, id: &str) -> Vec<u8> {
+    let mut k = (due_ms.max(0) as u64).to_be_bytes().to_vec();
+    k.extend_from_slice(id.as_bytes());
+    k
+}
+
+fn corrupt(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Storage(format!("corrupt {what}: {e}"))
+}
+
+/// Encodes a stored value compactly (postcard: field order, varints, no names; about a third of
+/// the JSON it replaced). Values with fields skipped when empty (runs) use [`encode_json`].
+pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    // Serializing plain data to a Vec cannot fail.
+    postcard::to_allocvec(v).unwrap_or_default()
+}
+
+/// Decodes a value [`encode`] wrote (`what` names it in the error).
+pub fn decode<T: for<'de> Deserialize<'de>>(what: &str, v: &[u8]) -> Result<T, Error> {
+    postcard::from_bytes(v).map_err(|e| corrupt(what, e))
+}
+
+/// Encodes a stored value as JSON: for types whose serde skips fields (the kernel's runs), which
+/// a format without field names cannot read back.
+pub fn encode_json<T: Serialize>(v: &T) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+/// Decodes a value [`encode_json`] wrote.
+pub fn decode_json<T: for<'de> Deserialize<'de>>(what: &str, v: &[u8]) -> Result<T, Error> {
+    serde_json::from_slice(v).map_err(|e| corrupt(what, e))
+}
+
+/// A bounded cache of stored commitments: two generations of at most `cap / 2` entries each; a
+/// hit in the old one moves the entry to the new one, and when the new one is full it becomes
+/// the old one (approximately least-recently-used, O(1) per operation, never more than `cap`).
+/// Only synced state enters it ([`Cache::insert_if`] refuses a value read before a publication).
+#[derive(Debug)]
+pub struct Cache {
+    inner: Mutex<CacheInner>,
+    half: usize,
+}
+
+#[derive(Debug, Default)]
+struct CacheInner {
+    hot: HashMap<String, Arc<Stored>>,
+    cold: HashMap<String, Arc<Stored>>,
+    /// Bumped by every publication; a read from the store inserts only if it did not change.
+    generation: u64,
+}
+
+impl CacheInner {
+    fn insert(&mut self, half: usize, id: String, s: Arc<Stored>) {
+        if self.hot.len() >= half && !self.hot.contains_key(&id) {
+            self.cold = std::mem::take(&mut self.hot);
+        }
+        self.cold.remove(&id);
+        self.hot.insert(id, s);
+    }
+}
+
+impl Cache {
+    /// A cache of at most `cap` commitments (at least 2).
+    pub fn new(cap: usize) -> Cache {
+        Cache {
+            inner: Mutex::default(),
+            half: (cap / 2).max(1),
+        }
+    }
+
+    fn get(&self, id: &str) -> (Option<Arc<Stored>>, u64) {
+        let Ok(mut c) = self.inner.lock() else {
+            return (None, 0);
+        };
+        if let Some(s) = c.hot.get(id) {
+            return (Some(s.clone()), c.generation);
+        }
+        match c.cold.remove(id) {
+            Some(s) => {
+                let half = self.half;
+                c.insert(half, id.to_string(), s.clone());
+                (Some(s), c.generation)
+            }
+            None => (None, c.generation),
+        }
+    }
+
+    fn insert_if(&self, generation: u64, id: &str, s: Arc<Stored>) {
+        if let Ok(mut c) = self.inner.lock()
+            && c.generation == generation
+        {
+            let half = self.half;
+            c.insert(half, id.to_string(), s);
+        }
+    }
+
+    /// Publishes synced values: replaces (or drops) them and refuses older reads in flight.
+    pub fn publish(&self, changed: impl IntoIterator<Item = (String, Option<Arc<Stored>>)>) {
+        if let Ok(mut c) = self.inner.lock() {
+            c.generation += 1;
+            let half = self.half;
+            for (id, s) in changed {
+                match s {
+                    Some(s) => c.insert(half, id, s),
+                    None => {
+                        c.hot.remove(&id);
+                        c.cold.remove(&id);
+                    }
+                }
+            }
+        }
+    }
+
+    /// How many commitments it holds.
+    pub fn size(&self) -> usize {
+        self.inner
+            .lock()
+            .map(|c| c.hot.len() + c.cold.len())
+            .unwrap_or(0)
+    }
+}
+
+/// The stored projection: the store and the cache of commitments, shared by the writer's working
+/// copy and every reader.
+#[derive(Debug)]
+pub struct Persisted {
+    store: Arc<Store>,
+    cache: Cache,
+}
+
+impl Persisted {
+    /// The projection stored in `store`, read through a cache of `cap` commitments.
+    pub fn new(store: Arc<Store>, cap: usize) -> Persisted {
+        Persisted {
+            store,
+            cache: Cache::new(cap),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The cache.
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    /// The stored state of commitment `id` (from the cache, or read and cached).
+    pub fn stored(&self, id: &str) -> Result<Option<Arc<Stored>>, Error> {
+        let (hit, generation) = self.cache.get(id);
+        if hit.is_some() {
+            return Ok(hit);
+        }
+        match self.store.get_extra(COMMITMENTS, id.as_bytes())? {
+            Some(v) => {
+                let s: Arc<Stored> = Arc::new(decode("commitment", &v)?);
+                self.cache.insert_if(generation, id, s.clone());
+                Ok(Some(s))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The watermark: how many ledger records the stored projection reflects.
+    pub fn watermark(&self) -> Result<u64, Error> {
+        Ok(match self.store.meta(WATERMARK)? {
+            Some(v) => u64::from_be_bytes(
+                v.as_slice()
+                    .try_into()
+                    .map_err(|_| corrupt("watermark", "not 8 bytes"))?,
+            ),
+            None => 0,
+        })
+    }
+
+    /// Whether the stored layout is the one this code writes.
+    pub fn layout_current(&self) -> Result<bool, Error> {
+        Ok(self.store.meta(LAYOUT)?.as_deref() == Some(LAYOUT_VERSION))
+    }
+
+    /// Visits the entries of `cf` whose key starts with `prefix`, from `from` (inclusive), while
+    /// `f` returns true.
+    fn scan_prefix(
+        &self,
+        cf: &str,
+        prefix: &[u8],
+        from: &[u8],
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<bool, Error>,
+    ) -> Result<(), Error> {
+        let mut failed = None;
+        self.store.scan_extra(cf, from, |k, v| {
+            if !k.starts_with(prefix) {
+                return false;
+            }
+            match f(k, v) {
+                Ok(go) => go,
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            }
+        })?;
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// The history of commitment `id`, in ledger order.
+    pub fn history(&self, id: &str) -> Result<Vec<HistoryEntry>, Error> {
+        let p = prefix(id);
+        let mut out = Vec::new();
+        self.scan_prefix(HISTORY, &p, &p, |_, v| {
+            out.push(HistoryEntry::decode(v).map_err(|e| corrupt("history", e))?);
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    /// Whether `who` had a role on commitment `id`.
+    pub fn had_role(&self, id: &str, who: &k::Party) -> Result<bool, Error> {
+        Ok(self
+            .store
+            .get_extra(READERS, &reader_key(id, who))?
+            .is_some())
+    }
+
+    /// The applied `acted_upon` records naming `on`, in ledger order.
+    pub fn acted_upon(&self, on: &RecordId) -> Result<Vec<RecordId>, Error> {
+        let mut out = Vec::new();
+        self.scan_prefix(ACTED, on, on, |_, v| {
+            out.push(v.try_into().map_err(|_| corrupt("acted_upon", "id"))?);
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    /// Up to `max` entries of `who`'s attention list after `after` (exclusive), in ledger order.
+    pub fn attention(
+        &self,
+        who: &k::Party,
+        after: Option<u64>,
+        max: usize,
+    ) -> Result<Vec<super::Attention>, Error> {
+        let p = prefix(&who.to_string());
+        let mut from = p.clone();
+        if let Some(s) = after {
+            match s.checked_add(1) {
+                Some(n) => from.extend_from_slice(&n.to_be_bytes()),
+                None => return Ok(Vec::new()),
+            }
+        }
+        let mut out = Vec::new();
+        self.scan_prefix(ATTENTION, &p, &from, |key, v| {
+            let seq = key
+                .get(p.len()..p.len() + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_be_bytes)
+                .ok_or_else(|| corrupt("attention", "key"))?;
+            let a: StoredAttention = decode("attention", v)?;
+            out.push(super::Attention {
+                sequence: seq,
+                commitment: a.commitment,
+                record: a.record,
+                from: a.from,
+                at: a.at,
+                about: a.about,
+            });
+            Ok(out.len() < max)
+        })?;
+        Ok(out)
+    }
+
+    /// Up to `max` stored commitments after id `after` (exclusive; from the first when empty),
+    /// in id order.
+    pub fn commitments_after(&self, after: &str, max: usize) -> Result<Vec<Arc<Stored>>, Error> {
+        let mut from = after.as_bytes().to_vec();
+        if !after.is_empty() {
+            from.push(0);
+        }
+        let mut out = Vec::new();
+        let mut failed = None;
+        self.store.scan_extra(COMMITMENTS, &from, |_, v| {
+            match decode::<Stored>("commitment", v) {
+                Ok(s) => out.push(Arc::new(s)),
+                Err(e) => failed = Some(e),
+            }
+            failed.is_none() && out.len() < max
+        })?;
+        failed.map_or(Ok(out), Err)
+    }
+
+    /// The commitments in the deadline index due at or before `now`, earliest first, at most
+    /// `max`: the Work service clock's work list (O(due), not O(open)).
+    pub fn due(&self, now: i64, max: usize) -> Result<Vec<String>, Error> {
+        let end = (now.max(0) as u64).to_be_bytes();
+        let mut out = Vec::new();
+        self.store.scan_extra(DUE, &[], |key, _| {
+            if key.len() < 8 || key[..8] > end[..] {
+                return false;
+            }
+            out.push(String::from_utf8_lossy(&key[8..]).into_owned());
+            out.len() < max
+        })?;
+        Ok(out)
+    }
+
+    /// Every stored run (loaded once at start-up).
+    pub fn runs(&self) -> Result<Vec<StoredRun>, Error> {
+        let mut out = Vec::new();
+        let mut failed = None;
+        self.store.scan_extra(RUNS, &[], |_, v| {
+            match decode_json::<StoredRun>("run", v) {
+                Ok(r) => out.push(r),
+                Err(e) => failed = Some(e),
+            }
+            failed.is_none()
+        })?;
+        failed.map_or(Ok(out), Err)
+    }
+}
+
+/// The stored projection of commitment `id` (for `ledger verify`, which compares it with a
+/// replay): its commitment state and history, read from the store without a cache.
+#[allow(dead_code)] // the audit's entry point (`accordctl ledger verify`)
+pub fn load_commitment(
+    store: &Arc<Store>,
+    id: &str,
+) -> Result<Option<(k::Commitment, Vec<HistoryEntry>)>, Error> {
+    let p = Persisted::new(store.clone(), 2);
+    let Some(s) = p.stored(id)? else {
+        return Ok(None);
+    };
+    Ok(Some((s.commitment.clone(), p.history(id)?)))
+}
+
+/// Visits every stored commitment in id order (for `ledger verify`) while `f` returns true.
+#[allow(dead_code)] // the audit's entry point (`accordctl ledger verify`)
+pub fn for_each_commitment(
+    store: &Store,
+    mut f: impl FnMut(&k::Commitment) -> bool,
+) -> Result<(), Error> {
+    let mut failed = None;
+    store.scan_extra(COMMITMENTS, &[], |_, v| {
+        match decode::<Stored>("commitment", v) {
+            Ok(s) => f(&s.commitment),
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        }
+    })?;
+    failed.map_or(Ok(()), Err)
+}

@@ -1,0 +1,341 @@
+//! The writer's working copy of the projection: the changes of the batch being committed, over
+//! the stored (synced) state. The kernel sees its batch's own earlier records through the
+//! overlay; every change is also turned into writes ([`Writes`]) that the ledger adds to the
+//! batch's synced `WriteBatch` ([`Working::persist`]), with the watermark.
+
+use super::due::next_due;
+use super::restart;
+use super::store::{self, Persisted, Stored, StoredAttention, StoredRun, Writes};
+use crate::error::Error;
+use crate::ledger::{Batch, Outcome, Store};
+use accord_kernel as k;
+use accord_proto::pb::work::v1::HistoryEntry;
+use accord_proto::signing::RecordId;
+use prost::Message;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The commitments the kernel may look at for one record, as its [`k::Directory`].
+struct Dir(HashMap<String, Arc<Stored>>);
+
+impl k::Directory for Dir {
+    fn commitment(&self, id: &str) -> Option<&k::Commitment> {
+        self.0.get(id).map(|s| &s.commitment)
+    }
+}
+
+/// The working copy (see the module doc).
+#[derive(Debug, Default)]
+pub struct Working {
+    db: Option<Arc<Persisted>>,
+    /// Commitments changed by the batch, not synced yet.
+    overlay: HashMap<String, Arc<Stored>>,
+    /// The deadline-index key each changed commitment had in the store (to delete it).
+    base_due: HashMap<String, Option<i64>>,
+    /// Other writes of the batch (history, readers, attention, acted upon).
+    writes: Writes,
+    /// The runs (in memory; persisted run by run, loaded at open).
+    pub runs: crate::runs::Runs,
+    /// The commit envelopes (seed 003; in memory, see [`Working::apply`]).
+    pub envelopes: crate::envelopes::Envelopes,
+    /// One past the last record applied.
+    next: u64,
+    /// The latest record time applied (the deadline index is computed at it).
+    now: i64,
+    /// A storage read failed: the batch must not be written (the ledger stops).
+    failed: Option<Error>,
+    /// Records replayed at start-up.
+    pub replayed: u64,
+    /// Foreign organisations already in `pj_orgs` ([`super::restart`]).
+    orgs: std::collections::HashSet<String>,
+}
+
+impl Working {
+    /// Opens on the stored projection `db`, whose watermark is `next`.
+    pub fn open(&mut self, db: Arc<Persisted>, next: u64, runs: Vec<StoredRun>, orgs: Vec<String>) {
+        self.orgs = orgs.into_iter().collect();
+        self.db = Some(db);
+        self.next = next;
+        self.runs = crate::runs::Runs::load(runs);
+    }
+
+    /// The current state of `id`: the batch's, else the stored one.
+    fn load(&mut self, id: &str) -> Option<Arc<Stored>> {
+        if let Some(s) = self.overlay.get(id) {
+            return Some(s.clone());
+        }
+        let db = self.db.as_ref()?;
+        match db.stored(id) {
+            Ok(s) => s,
+            Err(e) => {
+                self.failed.get_or_insert(e);
+                None
+            }
+        }
+    }
+
+    /// Sets the batch's state of a commitment.
+    fn set(&mut self, s: Stored) {
+        let id = s.commitment.id.clone();
+        if !self.base_due.contains_key(&id) {
+            let base = self.load(&id).and_then(|o| o.due_ms);
+            self.base_due.insert(id.clone(), base);
+        }
+        self.overlay.insert(id, Arc::new(s));
+    }
+
+    fn put(&mut self, c: k::Commitment) {
+        let old = self.load(&c.id);
+        let had: std::collections::BTreeSet<k::Party> = old
+            .as_ref()
+            .map(|o| k::parties_with_role(&o.commitment).into_iter().collect())
+            .unwrap_or_default();
+        for p in k::parties_with_role(&c) {
+            if !had.contains(&p) {
+                self.writes
+                    .put(store::READERS, store::reader_key(&c.id, &p), Vec::new());
+            }
+        }
+        // A produced promise is due only while its claim is the commitment's claim.
+        let claim = c.claim.as_ref().map(|cl| cl.record);
+        let promise_due = old
+            .as_ref()
+            .and_then(|o| o.promise_due)
+            .filter(|due| Some(*due) == claim);
+        self.set(Stored {
+            commitment: c,
+            promise_due,
+            due_ms: None,
+        });
+    }
+
+    fn set_promise(&mut self, id: &str, promise: Option<RecordId>) {
+        if let Some(s) = self.load(id) {
+            let mut s = (*s).clone();
+            s.promise_due = promise;
+            self.set(s);
+        }
+    }
+
+    /// Keeps an effect as derived state (at append and at replay alike).
+    fn effect(&mut self, seq: u64, record: &k::Record, now: i64, e: k::Effect, n: &mut u32) {
+        match e {
+            k::Effect::Notify {
+                commitment,
+                record: rid,
+                to,
+                about,
+            } => {
+                for p in to {
+                    let a = StoredAttention {
+                        commitment: commitment.clone(),
+                        record: rid,
+                        from: record.author.clone(),
+                        at: now,
+                        about: about.clone(),
+                    };
+                    self.writes.put(
+                        store::ATTENTION,
+                        store::attention_key(&p, seq, *n),
+                        store::encode(&a),
+                    );
+                    *n += 1;
+                }
+            }
+            k::Effect::PromiseProduced {
+                commitment, claim, ..
+            } => self.set_promise(&commitment, Some(claim)),
+            k::Effect::StartReopening { commitment, .. } => self.put(*commitment),
+        }
+    }
+
+    /// The commitments the kernel may look at for `record`: its own, and the reopening id an
+    /// `allow` of a revoke_acceptance would take (seed 000, "Revoke").
+    fn dir_for(&mut self, record: &k::Record) -> Dir {
+        let mut ids = vec![record.commitment.clone()];
+        if let k::Operation::Allow {
+            reopening_commitment_id,
+            ..
+        } = &record.op
+        {
+            ids.push(if reopening_commitment_id.is_empty() {
+                format!(
+                    "{}~reopen~{}",
+                    record.commitment,
+                    &k::hex_id(&record.id)[..16]
+                )
+            } else {
+                reopening_commitment_id.clone()
+            });
+        }
+        let mut m = HashMap::new();
+        for id in ids {
+            if let Some(s) = self.load(&id) {
+                m.insert(id, s);
+            }
+        }
+        Dir(m)
+    }
+
+    /// Applies one record; returns its outcome. Its effects are kept as derived state.
+    pub fn apply(&mut self, seq: u64, record: &k::Record, access: &k::Access, now: i64) -> Outcome {
+        self.next = seq + 1;
+        self.now = now;
+        let org = &record.author.organisation;
+        if *org != access.service.organisation && !self.orgs.contains(org) {
+            restart::record_org(&mut self.writes, org);
+            self.orgs.insert(org.clone());
+        }
+        // Run records go to the run machine (seed 002), not to the commitment kernel.
+        if matches!(record.op, k::Operation::Run(_)) {
+            return self.runs.apply(record, access, now);
+        }
+        if let k::Operation::Envelope(_) | k::Operation::Tick(_) = record.op {
+            return self.apply_envelope(seq, record, access, now);
+        }
+        let dir = self.dir_for(record);
+        // apply_with sees every commitment it needs: a taken reopening id is refused, and an
+        // admission about a record of no known commitment is applied without derived state.
+        // Commit envelopes (issue 13 item 7b): a commitment staged in an open envelope is held.
+        let result = match self.envelopes.hold(record, access) {
+            Some(r) => Err(r),
+            None => k::apply_with(&dir, record, access, now),
+        };
+        if self.envelopes.staged_envelope(&record.id).is_some() {
+            // Start-up must know the staged record reached the ledger (`restart`).
+            let entry = restart::EnvelopeEntry {
+                staged: true,
+                ..Default::default()
+            };
+            restart::record_envelope(&mut self.writes, seq, &entry);
+        }
+        self.envelopes.note_written(&record.id);
+        let outcome = match result {
+            Ok(k::Applied { next, effects }) => {
+                if let Some(c) = next {
+                    self.put(c);
+                }
+                let mut n = 0;
+                for e in effects {
+                    self.effect(seq, record, now, e, &mut n);
+                }
+                match &record.op {
+                    k::Operation::ActedUpon {
+                        record_id: Some(on),
+                        ..
+                    } => {
+                        self.writes
+                            .put(store::ACTED, store::acted_key(on, seq), record.id.to_vec())
+                    }
+                    // The Work service party wrote the promise a claim produced.
+                    k::Operation::Promise if record.author == access.service => {
+                        let due = self.load(&record.commitment).and_then(|s| s.promise_due);
+                        if due.is_some_and(|cl| record.basis.contains(&cl)) {
+                            self.set_promise(&record.commitment, None);
+                        }
+                    }
+                    _ => {}
+                }
+                Outcome {
+                    applied: true,
+                    ..Default::default()
+                }
+            }
+            Err(r) => Outcome {
+                applied: false,
+                rejection_code: r.code.as_str().to_string(),
+                rejection_detail: r.detail,
+            },
+        };
+        let entry = HistoryEntry {
+            record_id: record.id.to_vec().into(),
+            operation: record.op.wire_name().to_string(),
+            outcome: Some(outcome.clone()),
+            sequence: seq,
+        };
+        self.writes.put(
+            store::HISTORY,
+            store::history_key(&record.commitment, seq),
+            entry.encode_to_vec(),
+        );
+        outcome
+    }
+
+    /// Applies an envelope or tick record to the in-memory envelopes, indexing it (with the
+    /// balances it looked up) for start-up ([`super::restart`]).
+    fn apply_envelope(
+        &mut self,
+        seq: u64,
+        record: &k::Record,
+        access: &k::Access,
+        now: i64,
+    ) -> Outcome {
+        let seen = std::cell::RefCell::new(restart::EnvelopeEntry::default());
+        let failed = std::cell::RefCell::new(None);
+        let (overlay, db) = (&self.overlay, &self.db);
+        let budget = |a: &str| {
+            let s = match overlay.get(a) {
+                Some(s) => Some(s.clone()),
+                None => db
+                    .as_ref()
+                    .and_then(|d| d.stored(a).map_err(|e| *failed.borrow_mut() = Some(e)).ok())
+                    .flatten(),
+            };
+            let v = s.and_then(|s| s.commitment.terms.budget.as_ref().map(|b| b.amount));
+            seen.borrow_mut().budgets.push((a.to_string(), v));
+            v
+        };
+        let outcome = self.envelopes.apply(record, access, now, &budget);
+        if let Some(e) = failed.into_inner() {
+            self.failed.get_or_insert(e);
+        }
+        restart::record_envelope(&mut self.writes, seq, &seen.into_inner());
+        outcome
+    }
+
+    /// Adds the batch's writes to `batch`: the changed commitments with their deadline-index
+    /// keys, the other derived state, the changed runs, and the watermark.
+    pub fn persist(&mut self, st: &Store, batch: &mut Batch) -> Result<(), Error> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        let mut writes = std::mem::take(&mut self.writes);
+        let ids: Vec<String> = self.overlay.keys().cloned().collect();
+        for id in ids {
+            let Some(s) = self.overlay.get(&id) else {
+                continue;
+            };
+            let due = next_due(&s.commitment, s.promise_due.is_some(), self.now);
+            let base = self.base_due.get(&id).copied().flatten();
+            if base != due {
+                if let Some(b) = base {
+                    writes.delete(store::DUE, store::due_key(b, &id));
+                }
+                if let Some(d) = due {
+                    writes.put(store::DUE, store::due_key(d, &id), Vec::new());
+                }
+            }
+            let mut s = (**s).clone();
+            s.due_ms = due;
+            writes.put(
+                store::COMMITMENTS,
+                id.as_bytes().to_vec(),
+                store::encode(&s),
+            );
+            self.overlay.insert(id, Arc::new(s));
+        }
+        self.base_due.clear();
+        for (id, r) in self.runs.changed() {
+            writes.put(store::RUNS, id.as_bytes().to_vec(), store::encode_json(&r));
+        }
+        writes.into_batch(st, batch)?;
+        st.batch_meta(batch, store::WATERMARK, &self.next.to_be_bytes())?;
+        st.batch_meta(batch, store::LAYOUT, store::LAYOUT_VERSION)?;
+        Ok(())
+    }
+
+    /// The commitments the synced batch changed, for the readers' cache.
+    pub fn take_changed(&mut self) -> Vec<(String, Option<Arc<Stored>>)> {
+        self.overlay.drain().map(|(id, s)| (id, Some(s))).collect()
+    }
+}
