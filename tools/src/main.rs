@@ -17,6 +17,8 @@ mod bench_federation;
 #[cfg(feature = "node")]
 mod bench_log;
 #[cfg(feature = "node")]
+mod bench_stages;
+#[cfg(feature = "node")]
 mod bench_witness;
 #[cfg(feature = "node")]
 mod creds;

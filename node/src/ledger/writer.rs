@@ -3,6 +3,7 @@
 use super::store::{Store, storage, tree_key};
 use super::{Append, Job};
 use crate::error::Error;
+use crate::metrics::AppendStage;
 use accord_proto::merkle::{CompactRange, leaf_hash};
 use accord_proto::pb::work::v1::{LedgerEntry, Outcome as PbOutcome};
 use accord_proto::signing::RecordId;
@@ -10,6 +11,7 @@ use prost::Message;
 use rocksdb::{WriteBatch, WriteOptions};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::sync::{mpsc, oneshot, watch};
 
 /// The kernel's verdict on one record.
@@ -99,7 +101,7 @@ impl<M: Machine> Writer<M> {
     }
 
     pub(super) fn run(mut self, mut rx: mpsc::Receiver<Job<M::Input>>) {
-        let mut jobs: Vec<(Vec<Append<M::Input>>, Reply)> = Vec::new();
+        let mut jobs: Vec<(Vec<Append<M::Input>>, Reply, Instant)> = Vec::new();
         let mut stop = false;
         while let Some(first) = rx.blocking_recv() {
             // Group commit: everything queued now, up to `max_batch` records (a request larger
@@ -109,9 +111,9 @@ impl<M: Machine> Writer<M> {
             while let Some(j) = next.take() {
                 match j {
                     Job::Stop => stop = true,
-                    Job::Append(a, reply) => {
+                    Job::Append(a, reply, queued) => {
                         records += a.len();
-                        jobs.push((a, reply));
+                        jobs.push((a, reply, queued));
                     }
                 }
                 if records < self.max_batch && !stop {
@@ -125,7 +127,7 @@ impl<M: Machine> Writer<M> {
             if stop || failed.is_some() {
                 rx.close();
                 while let Ok(j) = rx.try_recv() {
-                    if let Job::Append(a, reply) = j {
+                    if let Job::Append(a, reply, _) = j {
                         let _ = reply.send(a.iter().map(|_| Err(Error::LedgerStopped)).collect());
                     }
                 }
@@ -138,11 +140,22 @@ impl<M: Machine> Writer<M> {
         tracing::info!(records = self.next, "ledger writer stopped");
     }
 
-    fn commit(&mut self, jobs: &mut Vec<(Vec<Append<M::Input>>, Reply)>) -> Result<(), Error> {
+    fn commit(
+        &mut self,
+        jobs: &mut Vec<(Vec<Append<M::Input>>, Reply, Instant)>,
+    ) -> Result<(), Error> {
+        let started = Instant::now();
+        let metrics = self.metrics.clone();
+        let metrics = metrics.get();
+        if let Some(m) = metrics {
+            for (_, _, queued) in jobs.iter() {
+                m.append_stage(AppendStage::WriterQueue, started - *queued);
+            }
+        }
         let now = self.clock.now_ms();
         let ids: Vec<RecordId> = jobs
             .iter()
-            .flat_map(|(a, _)| a.iter().map(|a| a.id))
+            .flat_map(|(a, _, _)| a.iter().map(|a| a.id))
             .collect();
         let mut existing = self.store.seqs_of(&ids)?.into_iter();
         let (records, ids_cf, tree) = (
@@ -155,7 +168,7 @@ impl<M: Machine> Writer<M> {
             Vec::with_capacity(jobs.len());
         let mut in_batch: HashMap<RecordId, AppendResult> = HashMap::new();
         let mut answered = 0;
-        for (appends, reply) in jobs.drain(..) {
+        for (appends, reply, _) in jobs.drain(..) {
             let mut results = Vec::with_capacity(appends.len());
             for a in appends {
                 answered += 1;
@@ -218,7 +231,10 @@ impl<M: Machine> Writer<M> {
         if !batch.is_empty() {
             let mut wo = WriteOptions::default();
             wo.set_sync(true);
-            let started = std::time::Instant::now();
+            let synced = Instant::now();
+            if let Some(m) = metrics {
+                m.append_stage(AppendStage::Apply, synced - started);
+            }
             let records = batch.len();
             let written = if self.fail_writes.load(std::sync::atomic::Ordering::SeqCst) {
                 Err(Error::Storage("injected write failure".into()))
@@ -228,7 +244,7 @@ impl<M: Machine> Writer<M> {
             tracing::trace!(
                 records,
                 jobs = replies.len(),
-                write_us = started.elapsed().as_micros() as u64,
+                write_us = synced.elapsed().as_micros() as u64,
                 "group commit"
             );
             if let Err(e) = written {
@@ -237,8 +253,15 @@ impl<M: Machine> Writer<M> {
                 }
                 return Err(e);
             }
+            let published = Instant::now();
+            if let Some(m) = metrics {
+                m.append_stage(AppendStage::Sync, published - synced);
+            }
             // Synced: now readers may see the batch's derived state, before anyone hears of it.
             self.machine.publish();
+            if let Some(m) = metrics {
+                m.append_stage(AppendStage::Publish, published.elapsed());
+            }
             self.len_tx.send_replace(self.next);
         }
         if let Some(m) = self.metrics.get() {
