@@ -72,7 +72,7 @@ pub fn parse(text: &str) -> Stages {
 }
 
 /// What `after` added over `before`, per stage, as JSON: `{stage: {count, p50_ms, p99_ms,
-/// mean_ms}}` (stages with no new observation left out).
+/// mean_ms, max_ms}}` (stages with no new observation left out).
 pub fn delta_json(before: &Stages, after: &Stages) -> serde_json::Value {
     let mut out = serde_json::Map::new();
     for (name, a) in after {
@@ -101,6 +101,12 @@ pub fn delta_json(before: &Stages, after: &Stages) -> serde_json::Value {
                 .map_or(f64::INFINITY, |(le, _)| *le)
         };
         let ms = |s: f64| if s.is_finite() { s * 1000.0 } else { -1.0 };
+        // The bound of the highest bucket the phase reached: one slow group commit holds up
+        // every append queued behind it, yet is one observation among thousands.
+        let max = buckets
+            .iter()
+            .find(|(_, n)| *n >= count)
+            .map_or(f64::INFINITY, |(le, _)| *le);
         out.insert(
             name.clone(),
             serde_json::json!({
@@ -108,6 +114,7 @@ pub fn delta_json(before: &Stages, after: &Stages) -> serde_json::Value {
                 "p50_ms": ms(q(0.5)),
                 "p99_ms": ms(q(0.99)),
                 "mean_ms": ms((a.sum - b.sum) / count),
+                "max_ms": ms(max),
             }),
         );
     }
@@ -142,6 +149,7 @@ mod tests {
         assert_eq!(sync["p50_ms"], 1.0);
         // 98 of the 100 new ones are under 1 ms: the 99th is in the 10 ms bucket.
         assert_eq!(sync["p99_ms"], 10.0);
+        assert_eq!(sync["max_ms"], 10.0);
         assert!((sync["mean_ms"].as_f64().unwrap() - 1.0).abs() < 1e-9);
         assert!(d.get("verify").is_none());
     }
