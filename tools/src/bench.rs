@@ -166,8 +166,8 @@ impl Target {
                         t.insert_str(i + 1, "metrics_listen = \"127.0.0.1:0\"\n");
                     }
                 };
-                let n = InProcNode::start_placed(tmp, "bench", &["alice"], metrics, placement)
-                    .await?;
+                let n =
+                    InProcNode::start_placed(tmp, "bench", &["alice"], metrics, placement).await?;
                 let key = n.party("alice")?;
                 (Some(n), key)
             }

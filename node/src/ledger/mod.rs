@@ -157,7 +157,12 @@ impl<I: Send + 'static> Ledger<I> {
         let stopped = || (0..n).map(|_| Err(Error::LedgerStopped)).collect();
         let started = std::time::Instant::now();
         let (tx, rx) = oneshot::channel();
-        if self.tx.send(Job::Append(appends, tx, started)).await.is_err() {
+        if self
+            .tx
+            .send(Job::Append(appends, tx, started))
+            .await
+            .is_err()
+        {
             return stopped();
         }
         let Ok(r) = rx.await else {
