@@ -62,7 +62,7 @@ fn quick_benches_print_their_json() {
     assert!(queued >= appends, "{half}");
     for stage in ["verify", "apply", "sync", "publish"] {
         let n = half[stage]["count"].as_f64().unwrap_or(0.0);
-        assert!(n >= 1.0 && n <= queued, "{stage}: {half}");
+        assert!((1.0..=queued).contains(&n), "{stage}: {half}");
         numbers(&half[stage], &["p50_ms", "p99_ms", "mean_ms", "max_ms"]);
     }
     let v = last_json(&[

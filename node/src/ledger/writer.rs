@@ -85,7 +85,7 @@ impl<M: Machine> Writer<M> {
             metrics: Arc::default(),
             clock,
             fail_writes: Arc::default(),
-            id_hashing: IdHashing::new(),
+            id_hashing: IdHashing::random(),
         })
     }
 
@@ -327,7 +327,7 @@ fn finish_entry(mut entry: Vec<u8>, outcome: &Outcome) -> Vec<u8> {
 pub(super) struct IdHashing(u64);
 
 impl IdHashing {
-    pub(super) fn new() -> Self {
+    pub(super) fn random() -> Self {
         use std::hash::BuildHasher;
         Self(std::collections::hash_map::RandomState::new().hash_one(0x6964_735f_6b65_79u64))
     }
@@ -368,7 +368,7 @@ mod tests {
     #[test]
     fn id_hashing_mixes_every_byte() {
         use std::hash::BuildHasher;
-        let h = IdHashing::new();
+        let h = IdHashing::random();
         let a = [7u8; 32];
         let mut b = a;
         b[31] ^= 1;
