@@ -63,6 +63,9 @@ pub(super) struct Writer<M: Machine> {
 
 type Reply = oneshot::Sender<Vec<Result<AppendResult, Error>>>;
 
+/// The requests of one group commit: their records, where to answer, and when each was sent.
+type Jobs<I> = Vec<(Vec<Append<I>>, Reply, Instant)>;
+
 impl<M: Machine> Writer<M> {
     pub(super) fn new(
         store: Arc<Store>,
@@ -105,7 +108,7 @@ impl<M: Machine> Writer<M> {
     }
 
     pub(super) fn run(mut self, mut rx: mpsc::Receiver<Job<M::Input>>) {
-        let mut jobs: Vec<(Vec<Append<M::Input>>, Reply, Instant)> = Vec::new();
+        let mut jobs: Jobs<M::Input> = Vec::new();
         let mut stop = false;
         while let Some(first) = rx.blocking_recv() {
             // Group commit: everything queued now, up to `max_batch` records (a request larger
@@ -144,10 +147,7 @@ impl<M: Machine> Writer<M> {
         tracing::info!(records = self.next, "ledger writer stopped");
     }
 
-    fn commit(
-        &mut self,
-        jobs: &mut Vec<(Vec<Append<M::Input>>, Reply, Instant)>,
-    ) -> Result<(), Error> {
+    fn commit(&mut self, jobs: &mut Jobs<M::Input>) -> Result<(), Error> {
         let started = Instant::now();
         let metrics = self.metrics.clone();
         let metrics = metrics.get();
@@ -329,7 +329,7 @@ pub(super) struct IdHashing(u64);
 impl IdHashing {
     pub(super) fn random() -> Self {
         use std::hash::BuildHasher;
-        Self(std::collections::hash_map::RandomState::new().hash_one(0x6964_735f_6b65_79u64))
+        Self(std::collections::hash_map::RandomState::new().hash_one(0x0069_6473_5f6b_6579_u64))
     }
 }
 
