@@ -11,8 +11,8 @@
 //! listener.
 
 use prometheus::{
-    Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge,
-    IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
+    IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -26,6 +26,7 @@ pub struct Metrics {
     duplicates: IntCounter,
     group_commit_records: Histogram,
     append_seconds: Histogram,
+    append_stages: AppendStages,
     ledger_records: IntGauge,
     checkpoint_size: IntGauge,
     checkpoint_age: Gauge,
@@ -113,6 +114,29 @@ impl Metrics {
             .buckets(prometheus::exponential_buckets(0.000_25, 2.0, 16).unwrap_or_default()),
         ));
         reg(Box::new(append_seconds.clone()));
+        let stage_vec = must(HistogramVec::new(
+            HistogramOpts::new(
+                "accord_append_stage_seconds",
+                "Time an append spends in each stage of the record path (issue 14): \
+                 verify_queue (waiting for a verifier thread), verify (one verify_batch, per \
+                 drained set), writer_queue (waiting for the ledger writer), apply (the kernel, \
+                 encoding and tree hashing of one group commit), sync (its synced RocksDB write), \
+                 publish (making it visible to readers, including the wait for the projection's \
+                 write lock).",
+            )
+            .buckets(prometheus::exponential_buckets(0.000_062_5, 2.0, 16).unwrap_or_default()),
+            &["stage"],
+        ));
+        reg(Box::new(stage_vec.clone()));
+        let stage = |s: &str| stage_vec.with_label_values(&[s]);
+        let append_stages = AppendStages {
+            verify_queue: stage("verify_queue"),
+            verify: stage("verify"),
+            writer_queue: stage("writer_queue"),
+            apply: stage("apply"),
+            sync: stage("sync"),
+            publish: stage("publish"),
+        };
         let ledger_records = gauge("accord_ledger_records", "Records in the ledger.");
         let checkpoint_size = gauge(
             "accord_log_checkpoint_size",
@@ -207,6 +231,7 @@ impl Metrics {
             duplicates,
             group_commit_records,
             append_seconds,
+            append_stages,
             ledger_records,
             checkpoint_size,
             checkpoint_age,
@@ -247,6 +272,21 @@ impl Metrics {
     /// One append was answered after `elapsed`.
     pub fn append_latency(&self, elapsed: Duration) {
         self.append_seconds.observe(elapsed.as_secs_f64());
+    }
+
+    /// One append (or one batch of them, for `verify`, `apply`, `sync` and `publish`) spent
+    /// `elapsed` in `stage`.
+    pub fn append_stage(&self, stage: AppendStage, elapsed: Duration) {
+        let s = &self.append_stages;
+        let h = match stage {
+            AppendStage::VerifyQueue => &s.verify_queue,
+            AppendStage::Verify => &s.verify,
+            AppendStage::WriterQueue => &s.writer_queue,
+            AppendStage::Apply => &s.apply,
+            AppendStage::Sync => &s.sync,
+            AppendStage::Publish => &s.publish,
+        };
+        h.observe(elapsed.as_secs_f64());
     }
 
     /// The checkpointer found the latest checkpoint covering the whole ledger now.
@@ -291,6 +331,34 @@ impl Metrics {
             at => Duration::from_millis((now_ms - at).max(0) as u64),
         }
     }
+}
+
+/// A stage of the record path, for [`Metrics::append_stage`] (`accord_append_stage_seconds`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendStage {
+    /// A request's signatures waiting for a verifier thread.
+    VerifyQueue,
+    /// One `verify_batch` over a drained set of requests.
+    Verify,
+    /// A request's records waiting for the ledger writer to take them.
+    WriterQueue,
+    /// One group commit's kernel decisions, encoding and tree hashing.
+    Apply,
+    /// One group commit's synced write.
+    Sync,
+    /// One group commit made visible to readers (with the wait for the projection lock).
+    Publish,
+}
+
+/// The children of `accord_append_stage_seconds`, resolved once (no label lookup per append).
+#[derive(Debug, Clone)]
+struct AppendStages {
+    verify_queue: Histogram,
+    verify: Histogram,
+    writer_queue: Histogram,
+    apply: Histogram,
+    sync: Histogram,
+    publish: Histogram,
 }
 
 /// The state-derived gauges, read from the node's state at scrape time by

@@ -47,6 +47,24 @@ fn quick_benches_print_their_json() {
         ],
     );
     assert!(v["appends_per_s"].as_f64().unwrap() > 0.0);
+    // Where the time went, from the node's stage histograms: every stage of the record path
+    // saw the half-load phase's appends (each Submit is queued for a verifier once, and for the
+    // writer once — as is any record the Work service writes meanwhile; verify, apply, sync and
+    // publish run at least once, for one or more appends each).
+    let half = &v["stages"]["half_load"];
+    let appends = v["half_load_records"].as_f64().unwrap();
+    assert_eq!(
+        half["verify_queue"]["count"].as_f64(),
+        Some(appends),
+        "{half}"
+    );
+    let queued = half["writer_queue"]["count"].as_f64().unwrap_or(0.0);
+    assert!(queued >= appends, "{half}");
+    for stage in ["verify", "apply", "sync", "publish"] {
+        let n = half[stage]["count"].as_f64().unwrap_or(0.0);
+        assert!((1.0..=queued).contains(&n), "{stage}: {half}");
+        numbers(&half[stage], &["p50_ms", "p99_ms", "mean_ms", "max_ms"]);
+    }
     let v = last_json(&[
         "bench",
         "federation",

@@ -35,6 +35,11 @@ pub struct AppendArgs {
     /// Duration of the half-load latency phase, seconds.
     #[arg(long, default_value_t = 5)]
     pub latency_secs: u64,
+    /// In the half-load phase, start every client's pacing at once, so that the clients send
+    /// their calls in bursts of `clients` (how figures before 2026-12-01 04:00 were taken);
+    /// by default the clients are spread evenly over the period.
+    #[arg(long)]
+    pub burst: bool,
     /// Records per `SubmitBatch` call in the batch phase.
     #[arg(long, default_value_t = 64)]
     pub batch: usize,
@@ -154,8 +159,15 @@ impl Target {
                 } else {
                     Placement::Child
                 };
+                // The child's metrics listener, so that the bench can show where an append's
+                // time goes (`accord_append_stage_seconds`).
+                let metrics = |t: &mut String| {
+                    if let Some(i) = t.find("\nlisten = ") {
+                        t.insert_str(i + 1, "metrics_listen = \"127.0.0.1:0\"\n");
+                    }
+                };
                 let n =
-                    InProcNode::start_placed(tmp, "bench", &["alice"], |_| {}, placement).await?;
+                    InProcNode::start_placed(tmp, "bench", &["alice"], metrics, placement).await?;
                 let key = n.party("alice")?;
                 (Some(n), key)
             }
@@ -197,6 +209,7 @@ async fn drive(
     clients: usize,
     chunk: usize,
     pace: Option<Duration>,
+    burst: bool,
     label: &str,
 ) -> Result<(Histogram<u64>, Duration)> {
     let next = Arc::new(AtomicUsize::new(0));
@@ -208,8 +221,15 @@ async fn drive(
         let mut client = target.client(c)?;
         tasks.push(tokio::spawn(async move {
             let mut h = Histogram::<u64>::new(3).expect("histogram");
+            // Client c starts c/clients of a period late: together the clients offer an even
+            // stream of calls, not a burst of `clients` calls at once every period.
             let mut tick = pace.map(|p| {
-                let mut t = tokio::time::interval(p);
+                let offset = if burst {
+                    Duration::ZERO
+                } else {
+                    p.mul_f64(c as f64 / clients.max(1) as f64)
+                };
+                let mut t = tokio::time::interval_at(tokio::time::Instant::now() + offset, p);
                 t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
                 t
             });
@@ -277,6 +297,15 @@ pub async fn append(mut a: AppendArgs, mut out: crate::output::Output) -> Result
     let batch_recs = Arc::new(sign_all(&target.key, &tag, 0, a.records, a.size));
     let unary_recs = Arc::new(sign_all(&target.key, &tag, a.records, a.records, a.size));
 
+    // The node's stage histograms between phases (a child node only; empty otherwise).
+    let metrics_addr = target.node.as_ref().and_then(|n| n.metrics_addr);
+    let stages = || async move {
+        match metrics_addr {
+            Some(addr) => crate::bench_stages::scrape(addr).await.unwrap_or_default(),
+            None => crate::bench_stages::Stages::new(),
+        }
+    };
+    let s0 = stages().await;
     let chunk = a.batch.max(1);
     let (batch_hist, secs) = drive(
         &target,
@@ -284,20 +313,24 @@ pub async fn append(mut a: AppendArgs, mut out: crate::output::Output) -> Result
         a.clients,
         chunk,
         None,
+        false,
         "appending (SubmitBatch)",
     )
     .await?;
     let rate = a.records as f64 / secs.as_secs_f64();
+    let s1 = stages().await;
     let (hist, secs) = drive(
         &target,
         unary_recs,
         a.clients,
         1,
         None,
+        false,
         "appending (Submit)",
     )
     .await?;
     let rate_unary = a.records as f64 / secs.as_secs_f64();
+    let s2 = stages().await;
 
     // Half load: each client paces itself so that together they offer half the unary rate.
     let half = rate_unary / 2.0;
@@ -310,9 +343,16 @@ pub async fn append(mut a: AppendArgs, mut out: crate::output::Output) -> Result
         a.clients,
         1,
         Some(per_client),
+        a.burst,
         "appending (half load)",
     )
     .await?;
+    let s3 = stages().await;
+    let stage_json = serde_json::json!({
+        "batch": crate::bench_stages::delta_json(&s0, &s1),
+        "unary_full_load": crate::bench_stages::delta_json(&s1, &s2),
+        "half_load": crate::bench_stages::delta_json(&s2, &s3),
+    });
     if let Some(n) = target.node {
         n.stop().await?;
     }
@@ -350,6 +390,8 @@ pub async fn append(mut a: AppendArgs, mut out: crate::output::Output) -> Result
             "batch_call_p99_ms": ms(batch_hist.value_at_quantile(0.99)),
             "unary_full_load_p50_ms": ms(hist.value_at_quantile(0.5)),
             "unary_full_load_p99_ms": ms(hist.value_at_quantile(0.99)),
+            "half_load_pacing": if a.burst { "burst" } else { "even" },
+            "stages": stage_json,
         }));
         return Ok(());
     }
@@ -378,6 +420,8 @@ pub async fn append(mut a: AppendArgs, mut out: crate::output::Output) -> Result
         "  unary latency at half load ({half:.0}/s offered, {} records): p50 {p50:>7.2} ms   p99 {p99:>7.2} ms",
         lat.len(),
     );
+    println!("  where an append's time goes (node's accord_append_stage_seconds, per phase):");
+    println!("  {stage_json}");
     Ok(())
 }
 

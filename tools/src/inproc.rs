@@ -19,6 +19,8 @@ pub struct InProcNode {
     pub dir: PathBuf,
     /// Bound address.
     pub addr: SocketAddr,
+    /// The metrics listener's address (child processes whose config sets `metrics_listen`).
+    pub metrics_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<Result<(), accord_node::Error>>>,
     child: Option<std::process::Child>,
@@ -82,17 +84,26 @@ impl InProcNode {
             .spawn()
             .with_context(|| format!("start {}", bin.display()))?;
         let stdout = child.stdout.take().context("child stdout")?;
-        let line = tokio::time::timeout(
+        // With `metrics_listen` set, the second line is `metrics ADDR`.
+        let metrics_on = text.lines().any(|l| l.starts_with("metrics_listen"));
+        let (line, metrics_line) = tokio::time::timeout(
             std::time::Duration::from_secs(60),
             tokio::task::spawn_blocking(move || {
-                let mut line = String::new();
-                std::io::BufReader::new(stdout)
-                    .read_line(&mut line)
-                    .map(|_| line)
+                let mut r = std::io::BufReader::new(stdout);
+                let (mut line, mut metrics) = (String::new(), String::new());
+                r.read_line(&mut line)?;
+                if metrics_on {
+                    r.read_line(&mut metrics)?;
+                }
+                std::io::Result::Ok((line, metrics))
             }),
         )
         .await
         .context("accord-node did not report its address within 60 s")???;
+        let metrics_addr = match metrics_line.trim().strip_prefix("metrics ") {
+            Some(a) => Some(a.parse()?),
+            None => None,
+        };
         let addr: SocketAddr = line
             .trim()
             .strip_prefix("listening ")
@@ -102,6 +113,7 @@ impl InProcNode {
             name: name.into(),
             dir,
             addr,
+            metrics_addr,
             shutdown: CancellationToken::new(),
             task: None,
             child: Some(child),
@@ -151,6 +163,7 @@ impl InProcNode {
             name: name.into(),
             dir,
             addr,
+            metrics_addr: None,
             shutdown,
             task: Some(task),
             child: None,

@@ -19,6 +19,8 @@ mod bench_log;
 #[cfg(feature = "node")]
 mod bench_scale;
 #[cfg(feature = "node")]
+mod bench_stages;
+#[cfg(feature = "node")]
 mod bench_witness;
 #[cfg(feature = "node")]
 mod creds;

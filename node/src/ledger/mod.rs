@@ -42,6 +42,8 @@ pub(crate) enum Job<I> {
     Append(
         Vec<Append<I>>,
         oneshot::Sender<Vec<Result<AppendResult, Error>>>,
+        /// When it was sent (the writer_queue stage of `accord_append_stage_seconds`).
+        std::time::Instant,
     ),
     Stop,
 }
@@ -169,7 +171,12 @@ impl<I: Send + 'static> Ledger<I> {
         let stopped = || (0..n).map(|_| Err(Error::LedgerStopped)).collect();
         let started = std::time::Instant::now();
         let (tx, rx) = oneshot::channel();
-        if self.tx.send(Job::Append(appends, tx)).await.is_err() {
+        if self
+            .tx
+            .send(Job::Append(appends, tx, started))
+            .await
+            .is_err()
+        {
             return stopped();
         }
         let Ok(r) = rx.await else {

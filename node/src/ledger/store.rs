@@ -107,6 +107,14 @@ fn cf_options(name: &str, cache: &rocksdb::Cache) -> Options {
         b.set_pin_l0_filter_and_index_blocks_in_cache(true);
     }
     o.set_block_based_table_factory(&b);
+    if name == "ids" {
+        // Every new record's id is looked up before it is written (dedup), and almost every
+        // lookup misses: a whole-key bloom filter on the memtable answers those misses without
+        // a skiplist search of random 32-byte keys (issue 14: `FindGreaterOrEqual` and memcmp
+        // were the top of the writer's profile). Memory only; the files are unchanged.
+        o.set_memtable_prefix_bloom_ratio(0.1);
+        o.set_memtable_whole_key_filtering(true);
+    }
     o
 }
 

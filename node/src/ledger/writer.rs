@@ -3,13 +3,16 @@
 use super::store::{Batch, Store, storage, tree_key};
 use super::{Append, Job};
 use crate::error::Error;
+use crate::metrics::AppendStage;
 use accord_proto::merkle::{CompactRange, leaf_hash};
+use accord_proto::pb::record::v1::SignedRecord;
 use accord_proto::pb::work::v1::{LedgerEntry, Outcome as PbOutcome};
 use accord_proto::signing::RecordId;
 use prost::Message;
 use rocksdb::{WriteBatch, WriteOptions};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::sync::{mpsc, oneshot, watch};
 
 /// The kernel's verdict on one record.
@@ -73,9 +76,14 @@ pub(super) struct Writer<M: Machine> {
     clock: crate::clock::Clock,
     /// Fault injection (tests only set it): the next synced writes fail as a disk error would.
     fail_writes: Arc<std::sync::atomic::AtomicBool>,
+    /// The hasher of each group commit's in-batch duplicate check.
+    id_hashing: IdHashing,
 }
 
 type Reply = oneshot::Sender<Vec<Result<AppendResult, Error>>>;
+
+/// The requests of one group commit: their records, where to answer, and when each was sent.
+type Jobs<I> = Vec<(Vec<Append<I>>, Reply, Instant)>;
 
 impl<M: Machine> Writer<M> {
     pub(super) fn new(
@@ -99,6 +107,7 @@ impl<M: Machine> Writer<M> {
             metrics: Arc::default(),
             clock,
             fail_writes: Arc::default(),
+            id_hashing: IdHashing::random(),
         })
     }
 
@@ -118,7 +127,7 @@ impl<M: Machine> Writer<M> {
     }
 
     pub(super) fn run(mut self, mut rx: mpsc::Receiver<Job<M::Input>>) {
-        let mut jobs: Vec<(Vec<Append<M::Input>>, Reply)> = Vec::new();
+        let mut jobs: Jobs<M::Input> = Vec::new();
         let mut stop = false;
         while let Some(first) = rx.blocking_recv() {
             // Group commit: everything queued now, up to `max_batch` records (a request larger
@@ -128,9 +137,9 @@ impl<M: Machine> Writer<M> {
             while let Some(j) = next.take() {
                 match j {
                     Job::Stop => stop = true,
-                    Job::Append(a, reply) => {
+                    Job::Append(a, reply, queued) => {
                         records += a.len();
-                        jobs.push((a, reply));
+                        jobs.push((a, reply, queued));
                     }
                 }
                 if records < self.max_batch && !stop {
@@ -144,7 +153,7 @@ impl<M: Machine> Writer<M> {
             if stop || failed.is_some() {
                 rx.close();
                 while let Ok(j) = rx.try_recv() {
-                    if let Job::Append(a, reply) = j {
+                    if let Job::Append(a, reply, _) = j {
                         let _ = reply.send(a.iter().map(|_| Err(Error::LedgerStopped)).collect());
                     }
                 }
@@ -158,11 +167,19 @@ impl<M: Machine> Writer<M> {
         tracing::info!(records = self.next, "ledger writer stopped");
     }
 
-    fn commit(&mut self, jobs: &mut Vec<(Vec<Append<M::Input>>, Reply)>) -> Result<(), Error> {
+    fn commit(&mut self, jobs: &mut Jobs<M::Input>) -> Result<(), Error> {
+        let started = Instant::now();
+        let metrics = self.metrics.clone();
+        let metrics = metrics.get();
+        if let Some(m) = metrics {
+            for (_, _, queued) in jobs.iter() {
+                m.append_stage(AppendStage::WriterQueue, started - *queued);
+            }
+        }
         let now = self.clock.now_ms();
         let ids: Vec<RecordId> = jobs
             .iter()
-            .flat_map(|(a, _)| a.iter().map(|a| a.id))
+            .flat_map(|(a, _, _)| a.iter().map(|a| a.id))
             .collect();
         let mut existing = self.store.seqs_of(&ids)?.into_iter();
         let (records, ids_cf, tree) = (
@@ -170,12 +187,20 @@ impl<M: Machine> Writer<M> {
             self.store.cf("ids")?,
             self.store.cf("tree")?,
         );
-        let mut batch = WriteBatch::default();
+        // Sized for the whole group commit up front (each record's entry, id and about two tree
+        // nodes, with RocksDB's per-key framing): no regrowth and copy while it fills.
+        let bytes: usize = jobs
+            .iter()
+            .flat_map(|(a, _, _)| a.iter())
+            .map(|a| a.signed.payload.len() + 320)
+            .sum();
+        let mut batch = WriteBatch::with_capacity_bytes(bytes);
         let mut replies: Vec<(Reply, Vec<Result<AppendResult, Error>>)> =
             Vec::with_capacity(jobs.len());
-        let mut in_batch: HashMap<RecordId, AppendResult> = HashMap::new();
+        let mut in_batch: HashMap<RecordId, AppendResult, IdHashing> =
+            HashMap::with_hasher(self.id_hashing.clone());
         let mut answered = 0;
-        for (appends, reply) in jobs.drain(..) {
+        for (appends, reply, _) in jobs.drain(..) {
             let mut results = Vec::with_capacity(appends.len());
             for a in appends {
                 answered += 1;
@@ -206,9 +231,10 @@ impl<M: Machine> Writer<M> {
                 let Append { id, signed, input } = a;
                 let seq = self.next;
                 let outcome = self.machine.apply(seq, &id, &input, now);
-                // The record is encoded once: the leaf hash and the stored entry share the bytes.
-                let leaf = signed.encode_to_vec();
-                let lh = leaf_hash(&leaf);
+                // The record is encoded once, straight into its stored entry; the leaf hash is
+                // taken over those bytes (the encoded `SignedRecord`, RFC 6962 leaf input).
+                let (entry, leaf) = encode_entry(seq, &id, &signed, now);
+                let lh = leaf_hash(&entry[leaf]);
                 let completed = self
                     .range
                     .push(lh)
@@ -217,11 +243,7 @@ impl<M: Machine> Writer<M> {
                 for (level, index, hash) in completed? {
                     batch.put_cf(tree, tree_key(level, index), hash);
                 }
-                batch.put_cf(
-                    records,
-                    seq.to_be_bytes(),
-                    encode_entry(seq, &id, &leaf, now, &outcome),
-                );
+                batch.put_cf(records, seq.to_be_bytes(), finish_entry(entry, &outcome));
                 batch.put_cf(ids_cf, id, seq.to_be_bytes());
                 self.next += 1;
                 let r = AppendResult {
@@ -248,7 +270,10 @@ impl<M: Machine> Writer<M> {
             }
             let mut wo = WriteOptions::default();
             wo.set_sync(true);
-            let started = std::time::Instant::now();
+            let synced = Instant::now();
+            if let Some(m) = metrics {
+                m.append_stage(AppendStage::Apply, synced - started);
+            }
             let records = batch.len();
             let written = if self.fail_writes.load(std::sync::atomic::Ordering::SeqCst) {
                 Err(Error::Storage("injected write failure".into()))
@@ -258,7 +283,7 @@ impl<M: Machine> Writer<M> {
             tracing::trace!(
                 records,
                 jobs = replies.len(),
-                write_us = started.elapsed().as_micros() as u64,
+                write_us = synced.elapsed().as_micros() as u64,
                 "group commit"
             );
             if let Err(e) = written {
@@ -267,8 +292,15 @@ impl<M: Machine> Writer<M> {
                 }
                 return Err(e);
             }
+            let published = Instant::now();
+            if let Some(m) = metrics {
+                m.append_stage(AppendStage::Sync, published - synced);
+            }
             // Synced: now readers may see the batch's derived state, before anyone hears of it.
             self.machine.publish();
+            if let Some(m) = metrics {
+                m.append_stage(AppendStage::Publish, published.elapsed());
+            }
             self.len_tx.send_replace(self.next);
         }
         if let Some(m) = self.metrics.get() {
@@ -281,31 +313,102 @@ impl<M: Machine> Writer<M> {
     }
 }
 
-/// `LedgerEntry { sequence, record_id, record, recorded_at_unix_ms, outcome }` encoded with the
-/// record's bytes already at hand (`leaf`, the encoded `SignedRecord`), so the record is not
-/// encoded a second time. Byte for byte what `LedgerEntry::encode_to_vec` gives (prost writes
-/// fields in number order and skips default scalars; `entry_encoding_matches_prost` checks it).
-fn encode_entry(seq: u64, id: &RecordId, leaf: &[u8], now: i64, outcome: &Outcome) -> Vec<u8> {
+/// `LedgerEntry { sequence, record_id, record, recorded_at_unix_ms }` with the record encoded
+/// straight into it, and where the record's bytes (the Merkle leaf) are in it; [`finish_entry`]
+/// appends the outcome. Byte for byte what `LedgerEntry::encode_to_vec` gives (prost writes
+/// fields in number order and skips default scalars; `entry_encoding_matches_prost` checks it),
+/// with one allocation and one copy of the payload per record (issue 14).
+fn encode_entry(
+    seq: u64,
+    id: &RecordId,
+    signed: &SignedRecord,
+    now: i64,
+) -> (Vec<u8>, std::ops::Range<usize>) {
     use prost::encoding::{self, WireType};
-    let mut out = Vec::with_capacity(leaf.len() + 128);
+    let len = signed.encoded_len();
+    let mut out = Vec::with_capacity(len + 160);
     if seq != 0 {
         encoding::uint64::encode(1, &seq, &mut out);
     }
-    encoding::bytes::encode(2, &id.to_vec(), &mut out);
+    encoding::encode_key(2, WireType::LengthDelimited, &mut out);
+    encoding::encode_varint(id.len() as u64, &mut out);
+    out.extend_from_slice(id);
     encoding::encode_key(3, WireType::LengthDelimited, &mut out);
-    encoding::encode_varint(leaf.len() as u64, &mut out);
-    out.extend_from_slice(leaf);
+    encoding::encode_varint(len as u64, &mut out);
+    let start = out.len();
+    signed.encode_raw(&mut out);
+    let leaf = start..out.len();
     if now != 0 {
         encoding::int64::encode(4, &now, &mut out);
     }
-    encoding::message::encode(5, outcome, &mut out);
-    out
+    (out, leaf)
+}
+
+/// Appends field 5 (the outcome) to an entry begun by [`encode_entry`].
+fn finish_entry(mut entry: Vec<u8>, outcome: &Outcome) -> Vec<u8> {
+    prost::encoding::message::encode(5, outcome, &mut entry);
+    entry
+}
+
+/// Hashes record ids — SHA-256 digests, already uniform — with a few multiply-rotate rounds
+/// instead of SipHash (issue 14: SipHash was on the writer's profile). The rounds start from a
+/// key drawn per writer, so ids chosen to collide in some bits do not meet in one bucket.
+#[derive(Clone)]
+pub(super) struct IdHashing(u64);
+
+impl IdHashing {
+    pub(super) fn random() -> Self {
+        use std::hash::BuildHasher;
+        Self(std::collections::hash_map::RandomState::new().hash_one(0x0069_6473_5f6b_6579_u64))
+    }
+}
+
+impl std::hash::BuildHasher for IdHashing {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(self.0)
+    }
+}
+
+pub(super) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..c.len()].copy_from_slice(c);
+            self.0 = (self.0 ^ u64::from_le_bytes(b))
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                .rotate_left(29);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use accord_proto::pb::record::v1::{Signature, SignedRecord};
+    use accord_proto::pb::record::v1::Signature;
+
+    /// Ids that share all but their last byte hash apart (every byte is mixed in), and the same
+    /// id hashes the same within a writer.
+    #[test]
+    fn id_hashing_mixes_every_byte() {
+        use std::hash::BuildHasher;
+        let h = IdHashing::random();
+        let a = [7u8; 32];
+        let mut b = a;
+        b[31] ^= 1;
+        assert_ne!(h.hash_one(a), h.hash_one(b));
+        assert_eq!(h.hash_one(a), h.hash_one(a));
+        let mut m: HashMap<RecordId, u32, IdHashing> = HashMap::with_hasher(h);
+        m.insert(a, 1);
+        m.insert(b, 2);
+        assert_eq!((m.get(&a), m.get(&b)), (Some(&1), Some(&2)));
+    }
 
     #[test]
     fn entry_encoding_matches_prost() {
@@ -339,14 +442,12 @@ mod tests {
                 recorded_at_unix_ms: now,
                 outcome: Some(outcome.clone()),
             };
-            assert_eq!(
-                encode_entry(seq, &id, &leaf, now, &outcome),
-                entry.encode_to_vec()
-            );
-            assert_eq!(
-                LedgerEntry::decode(&encode_entry(seq, &id, &leaf, now, &outcome)[..]).unwrap(),
-                entry
-            );
+            let (begun, at) = encode_entry(seq, &id, &signed, now);
+            // The leaf is exactly the record's own encoding.
+            assert_eq!(&begun[at], &leaf[..]);
+            let encoded = finish_entry(begun, &outcome);
+            assert_eq!(encoded, entry.encode_to_vec());
+            assert_eq!(LedgerEntry::decode(&encoded[..]).unwrap(), entry);
         }
     }
 }

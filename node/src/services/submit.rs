@@ -191,7 +191,11 @@ pub async fn submit_one(
         .pop()
         .unwrap_or_else(|| Err(Error::Internal("no verdict".into())))?;
     let (id, record, signed) = p.finish(node)?;
-    tracing::Span::current().record("record_id", hex::encode(id));
+    // Formatted only when the span is recorded (not on every call at the default log level).
+    let span = tracing::Span::current();
+    if !span.is_disabled() {
+        span.record("record_id", hex::encode(id));
+    }
     append(node, signed, record, id).await
 }
 

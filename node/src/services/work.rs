@@ -39,6 +39,7 @@ pub fn server_until(
     // verifier thread answers within a millisecond or so.
     let verifier = super::submit::BatchVerifier::per_core(2 * node.config.limits.max_batch_records)
         .expect("start the signature verifier threads");
+    verifier.observe(node.metrics.clone());
     WorkServiceServer::new(WorkApi {
         node,
         rules,

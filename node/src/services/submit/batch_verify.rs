@@ -7,12 +7,14 @@
 //! async worker.
 
 use crate::error::Error;
+use crate::metrics::{AppendStage, Metrics};
 use accord_proto::note::Verifier;
 use accord_proto::pb::record::v1::Signature;
 use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
 use prost::bytes::Bytes;
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::Instant;
 use tokio::sync::oneshot;
 
 /// One record's matched signatures, owned so that a verifier thread can take them.
@@ -63,6 +65,8 @@ pub fn verify_checks(checks: &[Check]) -> Vec<Result<(), Error>> {
 
 struct Job {
     checks: Vec<Check>,
+    /// When the request joined the pending set (for `accord_append_stage_seconds`).
+    queued: Instant,
     reply: oneshot::Sender<Vec<Result<(), Error>>>,
 }
 
@@ -77,6 +81,8 @@ struct Shared {
     ready: Condvar,
     /// A verifier thread takes jobs until it holds at least this many signatures.
     max_signatures: usize,
+    /// Stage timings, once the node's metrics are attached ([`BatchVerifier::observe`]).
+    metrics: OnceLock<Metrics>,
 }
 
 /// The pending set and its verifier threads; the threads end when this is dropped.
@@ -98,6 +104,7 @@ impl BatchVerifier {
             queue: Mutex::new(Queue::default()),
             ready: Condvar::new(),
             max_signatures: max_signatures.max(1),
+            metrics: OnceLock::new(),
         });
         for i in 0..threads.max(1) {
             let s = shared.clone();
@@ -115,6 +122,11 @@ impl BatchVerifier {
         Self::start(cores, max_signatures)
     }
 
+    /// Reports the verify_queue and verify stages to `metrics` from now on.
+    pub fn observe(&self, metrics: Metrics) {
+        let _ = self.shared.metrics.set(metrics);
+    }
+
     /// Verdicts for `checks`, in order, once a verifier thread checked them (together with
     /// whatever else was pending).
     pub async fn verify(&self, checks: Vec<Check>) -> Vec<Result<(), Error>> {
@@ -127,7 +139,11 @@ impl BatchVerifier {
             let Ok(mut q) = self.shared.queue.lock() else {
                 return internal(n);
             };
-            q.jobs.push_back(Job { checks, reply });
+            q.jobs.push_back(Job {
+                checks,
+                queued: Instant::now(),
+                reply,
+            });
         }
         self.shared.ready.notify_one();
         rx.await.unwrap_or_else(|_| internal(n))
@@ -177,12 +193,18 @@ fn run(shared: &Shared) {
             }
             jobs
         };
-        verify_jobs(jobs);
+        verify_jobs(jobs, shared.metrics.get());
     }
 }
 
 /// All drained jobs in one batch; on failure each job alone (then record by record).
-fn verify_jobs(jobs: Vec<Job>) {
+fn verify_jobs(jobs: Vec<Job>, metrics: Option<&Metrics>) {
+    let started = Instant::now();
+    if let Some(m) = metrics {
+        for j in &jobs {
+            m.append_stage(AppendStage::VerifyQueue, started - j.queued);
+        }
+    }
     let mut items = Vec::new();
     for j in &jobs {
         for c in &j.checks {
@@ -191,6 +213,9 @@ fn verify_jobs(jobs: Vec<Job>) {
     }
     let all_good = signing::verify_batch(&items).is_ok();
     drop(items);
+    if let Some(m) = metrics {
+        m.append_stage(AppendStage::Verify, started.elapsed());
+    }
     for j in jobs {
         let verdicts = if all_good {
             j.checks.iter().map(|_| Ok(())).collect()
