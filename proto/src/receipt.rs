@@ -302,6 +302,10 @@ fn finish(
     Ok(v)
 }
 
+/// One signature to check in [`verify_many`]: the receipts it covers (indexes into the list),
+/// the key, the PAE message and the signature.
+type SigItem<'a> = (Vec<usize>, &'a Verifier, Vec<u8>, Vec<u8>);
+
 /// Verifies many signed receipts against the receiver's keys at once: the receipt signatures and
 /// the admission leaves' signatures in one Ed25519 batch (one by one only if the batch fails), each
 /// distinct checkpoint once. See [`verify`] for what is checked.
@@ -314,7 +318,7 @@ pub fn verify_many(
     let mut failed: Vec<Option<String>> = vec![None; list.len()];
     // (owners, key, PAE message, signature); the receipts of one batch share one item, so a
     // batch's signature is checked once however many of its receipts are here.
-    let mut items: Vec<(Vec<usize>, &Verifier, Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut items: Vec<SigItem<'_>> = Vec::new();
     let mut batches: HashMap<(&[u8], &[u8]), usize> = HashMap::new();
     for (i, (s, p)) in list.iter().zip(&parsed).enumerate() {
         let Ok(p) = p else { continue };

@@ -123,7 +123,7 @@ fn lifecycle(alice: &Signer, bob: &Signer, i: u64, size: usize, n: usize) -> Vec
         ),
         // Every other commitment stays open: its statement is rejected (back to promised, with
         // nothing due), so the Work service tick has open commitments to (not) look at.
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             (
                 alice,
                 record("alice", &id, Operation::Accept(rec::Accept::default())),
