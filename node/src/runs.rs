@@ -1,5 +1,5 @@
 //! The runs the node knows (seed 002, "Run states and execution receipts"), beside the
-//! commitments in the [`Projection`](crate::projection::Projection): every `Operation::Run`
+//! commitments in the `Projection` (`crate::projection`): every `Operation::Run`
 //! record, in ledger order, goes to the kernel's run machine ([`kr::apply_run`]); a rejected one
 //! is recorded with its rejection and changes nothing. Like the commitments, runs are derived
 //! and persisted (`pj_runs`, issue 15): each run a batch changed is written in the batch's synced
@@ -65,7 +65,7 @@ impl Runs {
     }
 
     /// The runs as stored at start-up.
-    pub fn load(stored: Vec<crate::projection::store::StoredRun>) -> Runs {
+    pub fn load(stored: Vec<StoredRun>) -> Runs {
         let mut r = Runs::default();
         for s in stored {
             r.writers
@@ -76,7 +76,7 @@ impl Runs {
     }
 
     /// The runs changed since the last [`Runs::publish_into`], as stored.
-    pub fn changed(&self) -> Vec<(String, crate::projection::store::StoredRun)> {
+    pub fn changed(&self) -> Vec<(String, StoredRun)> {
         self.touched
             .iter()
             .filter_map(|id| {
@@ -86,10 +86,7 @@ impl Runs {
                     .get(id)
                     .map(|w| w.iter().cloned().collect())
                     .unwrap_or_default();
-                Some((
-                    id.clone(),
-                    crate::projection::store::StoredRun { run, writers },
-                ))
+                Some((id.clone(), StoredRun { run, writers }))
             })
             .collect()
     }
@@ -138,4 +135,13 @@ impl Runs {
             },
         }
     }
+}
+
+/// One run as stored (`pj_runs`, JSON): the run and who wrote it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct StoredRun {
+    /// The run's derived state.
+    pub run: kr::Run,
+    /// The parties that wrote an applied record of it.
+    pub writers: Vec<k::Party>,
 }

@@ -1,7 +1,8 @@
 //! Commit envelopes in the node (seed 003, "Lifecycle & Timeout"; issue 13): all envelope
 //! state of this node in one struct, [`Envelopes`], with a per-record [`Envelopes::apply`]
 //! that the projection calls for every `Operation::Envelope` and `Operation::Tick` record in
-//! ledger order — so start-up replays the ledger and reaches the same state (crash recovery).
+//! ledger order — so start-up, re-applying the envelope records the projection indexed
+//! (`projection::restart`), reaches the same state (crash recovery).
 //!
 //! Two roles, decided by the records alone:
 //!

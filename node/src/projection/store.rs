@@ -26,7 +26,6 @@
 use crate::error::Error;
 use crate::ledger::{Batch, Store};
 use accord_kernel as k;
-use accord_kernel::run as kr;
 use accord_proto::pb::work::v1::HistoryEntry;
 use accord_proto::signing::RecordId;
 use prost::Message;
@@ -96,14 +95,9 @@ pub struct StoredAttention {
     pub about: k::Notification,
 }
 
-/// One run as stored.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StoredRun {
-    /// The run's derived state.
-    pub run: kr::Run,
-    /// The parties that wrote an applied record of it.
-    pub writers: Vec<k::Party>,
-}
+/// One run as stored (defined beside the runs, which the projection owns: `runs` does not
+/// depend on `projection`).
+pub use crate::runs::StoredRun;
 
 /// The writes a (sub-)projection adds to the ledger's batch while it applies records; turned
 /// into the batch by [`Writes::into_batch`] just before the synced write.
