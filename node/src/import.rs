@@ -55,12 +55,7 @@ where
         .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
-    node.ledger.stop().await;
-    drop(node);
-    opened
-        .writer
-        .join()
-        .map_err(|_| Error::Internal("ledger writer panicked".into()))?;
+    close(node, opened.writer).await?;
     let mut total = Imported::default();
     for r in results {
         let r = r?;
@@ -85,12 +80,7 @@ pub async fn tick_us(config: Config, samples: u32) -> Result<(f64, usize), Error
         due = crate::service_party::scan(&node, now).len();
     }
     let us = started.elapsed().as_secs_f64() * 1e6 / f64::from(samples.max(1));
-    node.ledger.stop().await;
-    drop(node);
-    opened
-        .writer
-        .join()
-        .map_err(|_| Error::Internal("ledger writer panicked".into()))?;
+    close(node, opened.writer).await?;
     Ok((us, due))
 }
 
@@ -114,4 +104,16 @@ pub fn forget_projection(data_dir: &std::path::Path) -> Result<(), Error> {
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let store = crate::ledger::Store::open(data_dir, &names)?;
     store.put_meta(crate::projection::store::LAYOUT, b"stale")
+}
+
+/// Stops the ledger writer of a node opened here and waits until its last batch is synced.
+async fn close(
+    node: std::sync::Arc<crate::node::Node>,
+    writer: std::thread::JoinHandle<()>,
+) -> Result<(), Error> {
+    node.ledger.stop().await;
+    drop(node);
+    writer
+        .join()
+        .map_err(|_| Error::Internal("ledger writer panicked".into()))
 }
