@@ -7,7 +7,7 @@
 #![no_main]
 
 use accord_fuzz::{ORG, ORG_ORIGIN, RECEIVER, org_node_signer, party_signer};
-use accord_node::federation::peers::{Peer, PeerKey, PeerRecord};
+use accord_node::fuzzing::{Peer, PeerKey, PeerRecord};
 use accord_proto::pb::federation::v1::{Envelope, Signed};
 use accord_proto::pb::record::v1::{Record, SignedRecord};
 use accord_proto::signing::{ENVELOPE_PAYLOAD_TYPE, RECORD_PAYLOAD_TYPE, record_id};
@@ -20,7 +20,7 @@ const NOW: i64 = 1_700_000_000_000;
 fn peer() -> &'static Peer {
     static PEER: OnceLock<Peer> = OnceLock::new();
     PEER.get_or_init(|| {
-        let tls = accord_node::pki::generate(ORG, &["localhost".into()]).expect("tls");
+        let tls = accord_node::fuzzing::generate(ORG, &["localhost".into()]).expect("tls");
         Peer::parse(PeerRecord {
             name: ORG.into(),
             endpoint: "https://localhost:1".into(),
@@ -57,7 +57,7 @@ fn check_record(peer: &Peer, r: &SignedRecord, batch_ok: bool) {
         return;
     };
     let id = record_id(RECORD_PAYLOAD_TYPE, &r.payload);
-    let Ok(input) = accord_node::convert::record_from_pb(id, &record) else {
+    let Ok(input) = accord_node::fuzzing::record_from_pb(id, &record) else {
         return;
     };
     if input.author.organisation != peer.name() {

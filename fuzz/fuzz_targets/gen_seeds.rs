@@ -201,6 +201,7 @@ fn proven_receipt() -> Vec<u8> {
         checkpoint: note.to_string(),
         inclusion_proof: vec![],
         admission_leaf: leaf_bytes.into(),
+        batch: None,
     })
 }
 

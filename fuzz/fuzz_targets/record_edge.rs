@@ -3,7 +3,7 @@
 //! the kernel's form (`convert::record_from_pb`), whose errors name the offending field.
 #![no_main]
 
-use accord_node::convert;
+use accord_node::fuzzing as convert;
 use accord_proto::pb::record::v1::{Record, SignedRecord};
 use accord_proto::signing::{RECORD_PAYLOAD_TYPE, record_id};
 use libfuzzer_sys::fuzz_target;

@@ -44,6 +44,15 @@ pub(crate) mod tls;
 pub(crate) mod view;
 
 pub use error::Error;
+
+/// The node's input parsers, for the cargo-fuzz targets in `fuzz/` (issue 16) only: hidden, not
+/// part of the node's API, and compiled in every build so the targets' imports cannot rot.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::convert::{record_from_pb, record_from_pb_recorded};
+    pub use crate::federation::peers::{Peer, PeerKey, PeerRecord};
+    pub use crate::pki::generate;
+}
 pub use node::Node;
 pub use server::{Listeners, run, run_with_clock};
 pub use tls::connect;
