@@ -106,6 +106,28 @@ pub fn ensure_fresh_bins() {
             // Exactly scripts/test.sh's build, so features resolve the same and nothing is
             // rebuilt twice.
             .args(["build", "--workspace", "--bins"]);
+        // `cargo test` runs this process with the test crate's own `CARGO_PKG_*`,
+        // `CARGO_MANIFEST_*`… in its environment. Build scripts that declare
+        // `rerun-if-env-changed` on those names (ring's does) would see them changed from the
+        // last plain `cargo build` and rebuild the whole TLS stack and everything above it —
+        // twice, since the next plain build changes them back.
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy();
+            if k.starts_with("CARGO_PKG_")
+                || k.starts_with("CARGO_MANIFEST_")
+                || k.starts_with("CARGO_BIN_")
+                || matches!(
+                    k.as_ref(),
+                    "CARGO_CRATE_NAME"
+                        | "CARGO_PRIMARY_PACKAGE"
+                        | "CARGO_TARGET_TMPDIR"
+                        | "CARGO_RUSTC_CURRENT_DIR"
+                        | "OUT_DIR"
+                )
+            {
+                cmd.env_remove(k.as_ref());
+            }
+        }
         if bin_dir().ends_with("release") {
             cmd.arg("--release");
         }

@@ -4,6 +4,11 @@
 //! ledger), and the receipts stored back at A. Reports records per second end to end, and the
 //! p50/p99 latency from submit-at-A to admitted-at-B at a paced load, beside this machine's
 //! one-core Ed25519 `verify_batch` rate.
+//!
+//! By default both nodes are `accord-node serve` child processes in a temporary directory; with
+//! `--node-a`/`--node-b` the bench targets two running nodes that are already each other's
+//! peers instead, reading what a client needs (CA, operator token, party key) from their node
+//! directories (`--a-dir`, `--b-dir`).
 
 use crate::inproc::{InProcNode, Placement, admin_request};
 use accord_proto::note::Signer;
@@ -59,20 +64,51 @@ pub struct FederationArgs {
     /// Print one JSON object as the last line (same as `--output json`).
     #[arg(long)]
     pub json: bool,
+    /// Target this running node as A (`https://HOST:PORT`) instead of starting two; B must be
+    /// one of its peers and it one of B's.
+    #[arg(long, requires_all = ["a_dir", "node_b", "b_dir"], conflicts_with = "in_process")]
+    pub node_a: Option<String>,
+    /// A's node directory (`accord-node init`'s): its `accord.toml` (the organisation name), CA,
+    /// operator token (queue depth) and the key of `--party-a`.
+    #[arg(long, requires = "node_a")]
+    pub a_dir: Option<std::path::PathBuf>,
+    /// The running node B (`https://HOST:PORT`), where admission is observed.
+    #[arg(long, requires = "node_a")]
+    pub node_b: Option<String>,
+    /// B's node directory: its `accord.toml`, CA and operator token (ledger reads).
+    #[arg(long, requires = "node_a")]
+    pub b_dir: Option<std::path::PathBuf>,
+    /// The party of A that authors the records.
+    #[arg(long, default_value = "alice")]
+    pub party_a: String,
+    /// The party of B the records are addressed to.
+    #[arg(long, default_value = "bob")]
+    pub party_b: String,
+    /// The name the running nodes' TLS certificates carry.
+    #[arg(long, default_value = "localhost")]
+    pub server_name: String,
 }
 
-fn record(i: usize, size: usize) -> Record {
+/// Who the records are from and for: A's party and B's, and a prefix that makes this run's
+/// commitment ids new (a running node keeps the records of earlier runs).
+struct Parties<'a> {
+    from: (&'a str, &'a str),
+    to: (&'a str, &'a str),
+    run: &'a str,
+}
+
+fn record(p: &Parties<'_>, i: usize, size: usize) -> Record {
     let mut r = Record {
         author: Some(PartyRef {
-            organisation: "acme".into(),
-            name: "alice".into(),
+            organisation: p.from.0.into(),
+            name: p.from.1.into(),
         }),
         declared_at_unix_ms: 1,
-        commitment_id: format!("fed-bench-{i}"),
+        commitment_id: format!("fed-bench-{}-{i}", p.run),
         operation: Some(Operation::Request(rec::Request {
             candidate: Some(PartyRef {
-                organisation: "globex".into(),
-                name: "bob".into(),
+                organisation: p.to.0.into(),
+                name: p.to.1.into(),
             }),
             terms: Some(rec::Terms {
                 title: format!("bench {i}"),
@@ -135,10 +171,33 @@ pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Resul
     } else {
         String::new()
     };
-    let (na, nb) = crate::inproc::start_pair(tmp.path(), placement, &extra).await?;
-    let alice: Signer = na.party("alice")?;
+    let (na, nb) = match (&a.node_a, &a.a_dir, &a.node_b, &a.b_dir) {
+        (Some(ua), Some(da), Some(ub), Some(db)) => (
+            InProcNode::running(da, ua, &a.server_name)?,
+            InProcNode::running(db, ub, &a.server_name)?,
+        ),
+        _ => crate::inproc::start_pair(tmp.path(), placement, &extra).await?,
+    };
+    let remote = a.node_a.is_some();
+    let alice: Signer = na.party(&a.party_a)?;
     let mut admin_a = AdminServiceClient::new(na.channel().await?);
     let mut admin_b = AdminServiceClient::new(nb.channel().await?);
+    // A must federate to B: its peer health answers for B (an unknown peer is NotFound).
+    let q0 = queue_depth(&mut admin_a, &na, &nb.name)
+        .await
+        .with_context(|| format!("{} has no peer {}: add it first", na.name, nb.name))?;
+    if q0 > 0 && remote {
+        eprintln!(
+            "note: {} already queues {q0} records for {}",
+            na.name, nb.name
+        );
+    }
+    let run_id = format!("{:016x}", rand::random::<u64>());
+    let parties = Parties {
+        from: (&na.name, &a.party_a),
+        to: (&nb.name, &a.party_b),
+        run: &run_id,
+    };
     let chans = [
         na.channel().await?,
         na.channel().await?,
@@ -152,7 +211,7 @@ pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Resul
     eprintln!("signing {} records of ~{} bytes ...", a.records, a.size);
     let recs: Arc<Vec<SignedRecord>> = Arc::new(
         (0..a.records)
-            .map(|i| signing::sign_record(&alice, &record(i, a.size)))
+            .map(|i| signing::sign_record(&alice, &record(&parties, i, a.size)))
             .collect(),
     );
     let b0 = ledger_size(&mut admin_b, &nb).await?;
@@ -203,7 +262,7 @@ pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Resul
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         let b = ledger_size(&mut admin_b, &nb).await?;
-        let q = queue_depth(&mut admin_a, &na, "globex").await?;
+        let q = queue_depth(&mut admin_a, &na, &nb.name).await?;
         if b >= want_b && q == 0 {
             break;
         }
@@ -224,7 +283,7 @@ pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Resul
         (rate / 2.0).max(1.0)
     };
     let recs: Vec<SignedRecord> = (0..a.latency_records)
-        .map(|i| signing::sign_record(&alice, &record(a.records + i, a.size)))
+        .map(|i| signing::sign_record(&alice, &record(&parties, a.records + i, a.size)))
         .collect();
     let sent: Arc<Mutex<HashMap<Vec<u8>, Instant>>> = Arc::new(Mutex::new(HashMap::new()));
     let mut hist = Histogram::<u64>::new(3)?;
@@ -303,7 +362,7 @@ pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Resul
             "bench": "federation",
             "records": a.records,
             "quick": a.quick,
-            "placement": if a.in_process { "in_process" } else { "child_process" },
+            "placement": if remote { "remote" } else if a.in_process { "in_process" } else { "child_process" },
             "verify_batch_per_s_1core": verify,
             "ratio": rate / verify,
             "p50_ms_half_load": q(0.5),

@@ -21,6 +21,8 @@ pub struct InProcNode {
     pub addr: SocketAddr,
     /// The metrics listener's address (child processes whose config sets `metrics_listen`).
     pub metrics_addr: Option<SocketAddr>,
+    /// The name its TLS certificate must carry ("localhost" for the nodes started here).
+    pub server_name: String,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<Result<(), accord_node::Error>>>,
     child: Option<std::process::Child>,
@@ -33,6 +35,37 @@ pub enum Placement {
     InProcess,
     /// `accord-node serve` (the binary beside `accordctl`) as a child process.
     Child,
+}
+
+impl InProcNode {
+    /// A node already running at `url` (`https://HOST:PORT`), not started or stopped here. Its
+    /// node directory `dir` (as `accord-node init` wrote it) gives the organisation name
+    /// (`accord.toml`), the CA to trust, the operator token and the party keys; `server_name` is
+    /// the name its TLS certificate carries.
+    pub fn running(dir: &std::path::Path, url: &str, server_name: &str) -> Result<InProcNode> {
+        use std::net::ToSocketAddrs;
+        let cfg = Config::load(&dir.join(layout::node::CONFIG))
+            .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+        let hostport = url
+            .strip_prefix("https://")
+            .with_context(|| format!("{url}: a node URL is https://HOST:PORT"))?
+            .trim_end_matches('/');
+        let addr = hostport
+            .to_socket_addrs()
+            .with_context(|| format!("{url}: cannot resolve {hostport}"))?
+            .next()
+            .with_context(|| format!("{url}: {hostport} has no address"))?;
+        Ok(InProcNode {
+            name: cfg.name,
+            dir: dir.to_path_buf(),
+            addr,
+            metrics_addr: None,
+            server_name: server_name.to_string(),
+            shutdown: CancellationToken::new(),
+            task: None,
+            child: None,
+        })
+    }
 }
 
 impl InProcNode {
@@ -114,6 +147,7 @@ impl InProcNode {
             dir,
             addr,
             metrics_addr,
+            server_name: "localhost".into(),
             shutdown: CancellationToken::new(),
             task: None,
             child: Some(child),
@@ -164,6 +198,7 @@ impl InProcNode {
             dir,
             addr,
             metrics_addr: None,
+            server_name: "localhost".into(),
             shutdown,
             task: Some(task),
             child: None,
@@ -173,9 +208,14 @@ impl InProcNode {
     /// A TLS channel to the node.
     pub async fn channel(&self) -> Result<Channel> {
         let ca = std::fs::read(self.dir.join(layout::node::TLS_CA))?;
-        accord_node::connect(&format!("https://{}", self.addr), &ca, None, "localhost")
-            .await
-            .context("connect to node")
+        accord_node::connect(
+            &format!("https://{}", self.addr),
+            &ca,
+            None,
+            &self.server_name,
+        )
+        .await
+        .context("connect to node")
     }
 
     /// A WorkService client presenting the operator token (reads everything).
