@@ -193,8 +193,10 @@ impl<M: Machine> Writer<M> {
                     let Some((p, _)) = in_flight.take() else {
                         continue;
                     };
-                    let (written, took) =
-                        r.unwrap_or((Err(Error::Internal("ledger sync thread ended".into())), Duration::ZERO));
+                    let (written, took) = r.unwrap_or((
+                        Err(Error::Internal("ledger sync thread ended".into())),
+                        Duration::ZERO,
+                    ));
                     match written {
                         Ok(()) => self.complete(p, took),
                         Err(e) => {

@@ -89,10 +89,17 @@ impl Rig {
             }
         });
         let fail = Arc::new(AtomicBool::new(false));
-        let w = Writer::new(store, machine, 0, 1024, len_tx, crate::clock::Clock::system())
-            .unwrap()
-            .faults(fail.clone())
-            .before_sync(hook);
+        let w = Writer::new(
+            store,
+            machine,
+            0,
+            1024,
+            len_tx,
+            crate::clock::Clock::system(),
+        )
+        .unwrap()
+        .faults(fail.clone())
+        .before_sync(hook);
         let (tx, rx) = mpsc::channel(16);
         let thread = std::thread::spawn(move || w.run(rx));
         Rig {
@@ -170,10 +177,16 @@ fn duplicate_across_in_flight_batches() {
     // Batch 2 is prepared on top of batch 1 while batch 1 is still unsynced.
     let seen = rig.wait_seen(2);
     assert_eq!(seen, vec![Seen::Persist(vec![0]), Seen::Persist(vec![1])]);
-    assert!(second.try_recv().is_err(), "answered before its batch was synced");
+    assert!(
+        second.try_recv().is_err(),
+        "answered before its batch was synced"
+    );
     assert_eq!(*rig.len.borrow(), 0);
     rig.gate.send(()).unwrap();
-    assert_eq!(answer(first).iter().map(ok).collect::<Vec<_>>(), [(0, false)]);
+    assert_eq!(
+        answer(first).iter().map(ok).collect::<Vec<_>>(),
+        [(0, false)]
+    );
     rig.wait_entered();
     rig.gate.send(()).unwrap();
     // Record 1 again: the duplicate of sequence 0; record 2: appended once, at 1.
