@@ -109,6 +109,18 @@ impl Runs {
         }
     }
 
+    /// Moves one batch's changes — what [`Runs::publish_into`] copied into an empty `Runs` when
+    /// the batch was persisted — into `published`, once the batch is synced (issue 14).
+    pub fn merge_into(mut self, published: &mut Runs) {
+        published.runs.append(&mut self.runs);
+        published.writers.extend(self.writers);
+        for rid in self.effects_order {
+            if let Some(e) = self.effects.remove(&rid) {
+                published.keep_effects(rid, e);
+            }
+        }
+    }
+
     /// Applies one run record at ledger time `now`.
     pub fn apply(&mut self, record: &k::Record, access: &k::Access, now: i64) -> Outcome {
         match kr::apply_run(&self.runs, record, access, now) {

@@ -43,9 +43,9 @@ impl Scratch {
     /// Writes what `machine` derived since the last call (not synced: scratch data).
     pub fn flush<M: Machine>(&self, machine: &mut M) -> Result<(), Error> {
         let mut batch = Batch::default();
-        machine.persist(&self.store, &mut batch)?;
+        let pending = machine.persist(&self.store, &mut batch)?;
         self.store.write(batch, false)?;
-        machine.publish();
+        machine.publish(pending);
         Ok(())
     }
 }

@@ -55,7 +55,7 @@ pub struct Event {
 }
 
 /// Every envelope this node coordinates or takes part in, and its participant book.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Envelopes {
     /// This organisation.
     org: String,
@@ -316,6 +316,17 @@ impl Envelopes {
                 }
             }
         }
+    }
+
+    /// Copies what changed since the last call into `shadow` (the envelopes as they will be
+    /// published) and, if anything did, returns a copy of it to publish once the batch is
+    /// synced (issue 14: the working copy may be a batch further by then).
+    pub fn publish_pending(&mut self, shadow: &mut Envelopes) -> Option<Envelopes> {
+        let changed = !self.touched.is_empty()
+            || shadow.org.is_empty()
+            || self.book.aborted.len() > shadow.book.aborted.len();
+        self.publish_into(shadow);
+        changed.then(|| shadow.clone())
     }
 
     /// Copies what changed since the last call into `published` (O(envelopes touched)).

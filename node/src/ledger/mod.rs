@@ -3,18 +3,23 @@
 //!
 //! Appends go through one writer thread that does group commit: it drains every append that is
 //! waiting (up to `max_batch`), assigns sequence numbers, lets the [`Machine`] (the Work kernel's
-//! projection) decide each record's outcome in ledger order, and writes records, id index, Merkle
-//! nodes and outcomes in one `WriteBatch` with `sync = true`. Only after that write returns is
-//! any of them answered `recorded`, and only then does the machine publish the batch's derived
-//! state to readers ([`Machine::publish`]). A failed write poisons the ledger: the in-memory state may be
-//! ahead of the disk, so the writer stops and every later append fails until a restart recovers
-//! from disk.
+//! projection) decide each record's outcome in ledger order, and prepares records, id index,
+//! Merkle nodes and outcomes as one `WriteBatch`, which a second thread writes with
+//! `sync = true` while the writer prepares the next group (a two-stage pipeline, issue 14; at
+//! most one group written while one more is prepared). Only after a group's write returns is any
+//! of it answered `recorded`, the length watch advanced to it, and its derived state published
+//! to readers ([`Machine::publish`] of that group's [`Machine::Pending`], not of the group being
+//! prepared). A failed write poisons the ledger: the in-memory state may be ahead of the disk,
+//! so the writer fails the group prepared behind it, stops, and every later append fails until a
+//! restart recovers from disk.
 
+mod encode;
+mod machine;
 mod store;
 mod writer;
 
+pub use machine::{AppendResult, Machine, Outcome};
 pub use store::{Batch, Store, TreeNodes};
-pub use writer::{AppendResult, Machine, Outcome};
 
 use crate::error::Error;
 use accord_proto::pb::record::v1::SignedRecord;
@@ -123,11 +128,19 @@ impl<I: Send + 'static> Ledger<I> {
                 machine.restore(&entry);
                 seq = entry.sequence + 1;
             }
-            machine.persist(&store, &mut batch)?;
+            let pending = machine.persist(&store, &mut batch)?;
             store.write(batch, true)?;
-            machine.publish();
+            machine.publish(pending);
         }
-        machine.publish();
+        if from == len {
+            // Nothing replayed: still publish the machine's opened state once.
+            let mut batch = Batch::default();
+            let pending = machine.persist(&store, &mut batch)?;
+            if !batch.is_empty() {
+                store.write(batch, true)?;
+            }
+            machine.publish(pending);
+        }
         tracing::info!(records = len, replayed = len - from, "ledger opened");
         let (len_tx, len_rx) = watch::channel(len);
         let (tx, rx) = mpsc::channel(max_batch.max(1) * 4);

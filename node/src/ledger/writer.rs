@@ -1,68 +1,67 @@
-//! The group-commit writer thread.
+//! The group-commit writer: a two-stage pipeline (issue 14). The writer thread prepares a group
+//! commit — duplicate checks, the machine's decisions, encoding, the Merkle tree, the machine's
+//! derived state — while the previous one is written with `sync = true` on the sync thread;
+//! once that write returns, the writer publishes it, advances the length watch and answers it.
+//!
+//! Invariants (ARCHITECTURE.md, "Invariants"):
+//! - a batch's derived state is published, its length announced and its appends answered only
+//!   after its synced write returned, and batches complete in sequence order;
+//! - duplicates are found across every batch not yet synced (`unsynced`), not only the store;
+//! - if a write fails, the batch prepared behind it fails too and the ledger stops;
+//! - at most one batch is being written while at most one more is prepared (bounded memory).
 
+use super::encode::{IdHashing, encode_entry, finish_entry};
 use super::store::{Batch, Store, storage, tree_key};
-use super::{Append, Job};
+use super::{Append, AppendResult, Job, Machine};
 use crate::error::Error;
 use crate::metrics::AppendStage;
 use accord_proto::merkle::{CompactRange, leaf_hash};
-use accord_proto::pb::record::v1::SignedRecord;
-use accord_proto::pb::work::v1::{LedgerEntry, Outcome as PbOutcome};
 use accord_proto::signing::RecordId;
-use prost::Message;
 use rocksdb::{WriteBatch, WriteOptions};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 
-/// The kernel's verdict on one record.
-pub type Outcome = PbOutcome;
+type Reply = oneshot::Sender<Vec<Result<AppendResult, Error>>>;
 
-/// What the ledger feeds: the Work projection. It is called in ledger order, from the writer
-/// thread only, exactly once per record (at append, or at restore after a restart).
-pub trait Machine: Send + 'static {
-    /// The decoded form of a record that `apply` needs.
-    type Input: Send + 'static;
-    /// Decides and applies a new record at `now` (the time it is recorded at).
-    fn apply(&mut self, seq: u64, id: &RecordId, input: &Self::Input, now: i64) -> Outcome;
-    /// Re-applies a stored entry at start-up (replay); must reach the same outcome.
-    fn restore(&mut self, entry: &LedgerEntry);
-    /// The column families the machine's persisted state lives in (created by the ledger's
-    /// store at open).
-    fn column_families(&self) -> &'static [&'static str] {
-        &[]
-    }
-    /// Opens the machine's persisted state in `store` at start-up; returns the sequence from
-    /// which the ledger replays the records through [`Machine::restore`] (its watermark; 0 —
-    /// everything — for a machine that persists nothing).
-    fn open(&mut self, store: &Arc<Store>) -> Result<u64, Error> {
-        let _ = store;
-        Ok(0)
-    }
-    /// Adds the derived state of the records applied (or restored) since the last call to
-    /// `batch`, the synced write that also holds those records (issue 15: persisted
-    /// projections, same batch, with the watermark). An error fails the write.
-    fn persist(&mut self, store: &Store, batch: &mut Batch) -> Result<(), Error> {
-        let _ = (store, batch);
-        Ok(())
-    }
-    /// Makes everything applied or restored so far visible to readers. The writer calls it
-    /// only after the batch's synced write returned (reads see only synced records), and the
-    /// ledger once after the replay at start-up.
-    fn publish(&mut self) {}
+/// The requests of one group commit: their records, where to answer, and when each was sent.
+type Jobs<I> = Vec<(Vec<Append<I>>, Reply, Instant)>;
+
+/// What the sync thread answers: the write's result and how long it took.
+type Synced = (Result<(), Error>, Duration);
+
+/// Called on the sync thread before each write (tests hold a batch in flight with it).
+type SyncHook = Arc<dyn Fn() + Send + Sync>;
+
+/// One write for the sync thread (`None`: nothing new, only order the answers).
+type SyncJob = (Option<Batch>, oneshot::Sender<Synced>);
+
+/// A prepared group commit: its write, the machine's publication, and whom to answer.
+struct Prepared<P> {
+    batch: Option<Batch>,
+    pending: Option<P>,
+    replies: Vec<(Reply, Vec<Result<AppendResult, Error>>)>,
+    /// The new records' ids (dropped from `unsynced` once synced).
+    ids: Vec<RecordId>,
+    /// The ledger's length once it is synced.
+    next: u64,
+    answered: usize,
 }
 
-/// The answer to an append.
-#[derive(Debug, Clone)]
-pub struct AppendResult {
-    /// The record's sequence number (leaf index).
-    pub sequence: u64,
-    /// The kernel's verdict.
-    pub outcome: Outcome,
-    /// True when the record was already in the ledger.
-    pub duplicate: bool,
-    /// When it was recorded.
-    pub recorded_at: i64,
+impl<P> Prepared<P> {
+    /// Answers every append of the batch `LedgerStopped`: its write failed or will not happen.
+    fn fail(self) {
+        for (reply, results) in self.replies {
+            let _ = reply.send(results.iter().map(|_| Err(Error::LedgerStopped)).collect());
+        }
+    }
+}
+
+enum Event<I> {
+    Job(Option<Job<I>>),
+    Synced(Result<Synced, oneshot::error::RecvError>),
 }
 
 pub(super) struct Writer<M: Machine> {
@@ -75,15 +74,12 @@ pub(super) struct Writer<M: Machine> {
     metrics: Arc<std::sync::OnceLock<crate::metrics::Metrics>>,
     clock: crate::clock::Clock,
     /// Fault injection (tests only set it): the next synced writes fail as a disk error would.
-    fail_writes: Arc<std::sync::atomic::AtomicBool>,
-    /// The hasher of each group commit's in-batch duplicate check.
-    id_hashing: IdHashing,
+    fail_writes: Arc<AtomicBool>,
+    /// The records of every batch not synced yet (the one being written and the one being
+    /// prepared), by id: a second append of one of them is its duplicate.
+    unsynced: HashMap<RecordId, AppendResult, IdHashing>,
+    before_sync: Option<SyncHook>,
 }
-
-type Reply = oneshot::Sender<Vec<Result<AppendResult, Error>>>;
-
-/// The requests of one group commit: their records, where to answer, and when each was sent.
-type Jobs<I> = Vec<(Vec<Append<I>>, Reply, Instant)>;
 
 impl<M: Machine> Writer<M> {
     pub(super) fn new(
@@ -107,7 +103,8 @@ impl<M: Machine> Writer<M> {
             metrics: Arc::default(),
             clock,
             fail_writes: Arc::default(),
-            id_hashing: IdHashing::random(),
+            unsynced: HashMap::with_hasher(IdHashing::random()),
+            before_sync: None,
         })
     }
 
@@ -121,44 +118,109 @@ impl<M: Machine> Writer<M> {
     }
 
     /// Shares the fault-injection switch (see [`super::Ledger::fail_writes`]).
-    pub(super) fn faults(mut self, fail_writes: Arc<std::sync::atomic::AtomicBool>) -> Self {
+    pub(super) fn faults(mut self, fail_writes: Arc<AtomicBool>) -> Self {
         self.fail_writes = fail_writes;
         self
     }
 
+    /// Calls `hook` on the sync thread before each write.
+    #[cfg(test)]
+    fn before_sync(mut self, hook: SyncHook) -> Self {
+        self.before_sync = Some(hook);
+        self
+    }
+
+    /// Runs the pipeline until the ledger is stopped, every handle is dropped, or a write fails.
     pub(super) fn run(mut self, mut rx: mpsc::Receiver<Job<M::Input>>) {
-        let mut jobs: Jobs<M::Input> = Vec::new();
+        let (sync_tx, sync_rx) = std::sync::mpsc::sync_channel::<SyncJob>(1);
+        let syncer = {
+            let (store, fail) = (self.store.clone(), self.fail_writes.clone());
+            let hook = self.before_sync.clone();
+            std::thread::Builder::new()
+                .name("ledger-sync".into())
+                .spawn(move || sync_loop(&store, &fail, hook, sync_rx))
+        };
+        let syncer = match syncer {
+            Ok(h) => Some(h),
+            Err(e) => {
+                tracing::error!(error = %e, "spawn ledger sync thread; the ledger stops");
+                None
+            }
+        };
+        let mut in_flight: Option<(Prepared<M::Pending>, oneshot::Receiver<Synced>)> = None;
+        let mut prepared: Option<Prepared<M::Pending>> = None;
         let mut stop = false;
-        while let Some(first) = rx.blocking_recv() {
-            // Group commit: everything queued now, up to `max_batch` records (a request larger
-            // than that is still committed whole).
-            let mut records = 0;
-            let mut next = Some(first);
-            while let Some(j) = next.take() {
-                match j {
-                    Job::Stop => stop = true,
-                    Job::Append(a, reply, queued) => {
-                        records += a.len();
-                        jobs.push((a, reply, queued));
+        let mut failed = syncer.is_none();
+        loop {
+            if in_flight.is_none()
+                && let Some(mut p) = prepared.take()
+            {
+                let (done_tx, done_rx) = oneshot::channel();
+                if sync_tx.send((p.batch.take(), done_tx)).is_err() {
+                    p.fail();
+                    failed = true;
+                } else {
+                    in_flight = Some((p, done_rx));
+                }
+            }
+            let take = prepared.is_none() && !stop && !failed;
+            let event = match &mut in_flight {
+                None if !take => break,
+                None => Event::Job(rx.blocking_recv()),
+                // Prepare the next batch while this one syncs; answer it as soon as it is synced.
+                Some((_, done)) if take => futures::executor::block_on(async {
+                    tokio::select! {
+                        biased;
+                        r = done => Event::Synced(r),
+                        j = rx.recv() => Event::Job(j),
+                    }
+                }),
+                Some((_, done)) => Event::Synced(futures::executor::block_on(done)),
+            };
+            match event {
+                Event::Job(None) => stop = true,
+                Event::Job(Some(first)) => {
+                    let jobs = self.gather(first, &mut rx, &mut stop);
+                    match self.prepare(jobs) {
+                        Ok(p) => prepared = Some(p),
+                        Err(e) => {
+                            tracing::error!(error = %e, "ledger batch not prepared; the ledger stops until a restart");
+                            failed = true;
+                        }
                     }
                 }
-                if records < self.max_batch && !stop {
-                    next = rx.try_recv().ok();
-                }
-            }
-            let failed = self.commit(&mut jobs).err();
-            if let Some(e) = &failed {
-                tracing::error!(error = %e, "ledger write failed; the ledger stops until a restart");
-            }
-            if stop || failed.is_some() {
-                rx.close();
-                while let Ok(j) = rx.try_recv() {
-                    if let Job::Append(a, reply, _) = j {
-                        let _ = reply.send(a.iter().map(|_| Err(Error::LedgerStopped)).collect());
+                Event::Synced(r) => {
+                    let Some((p, _)) = in_flight.take() else {
+                        continue;
+                    };
+                    let (written, took) = r.unwrap_or((
+                        Err(Error::Internal("ledger sync thread ended".into())),
+                        Duration::ZERO,
+                    ));
+                    match written {
+                        Ok(()) => self.complete(p, took),
+                        Err(e) => {
+                            tracing::error!(error = %e, "ledger write failed; the ledger stops until a restart");
+                            p.fail();
+                            // Prepared on top of the failed batch: it cannot be written either.
+                            if let Some(q) = prepared.take() {
+                                q.fail();
+                            }
+                            failed = true;
+                        }
                     }
                 }
-                break;
             }
+        }
+        rx.close();
+        while let Ok(j) = rx.try_recv() {
+            if let Job::Append(a, reply, _) = j {
+                let _ = reply.send(a.iter().map(|_| Err(Error::LedgerStopped)).collect());
+            }
+        }
+        drop(sync_tx);
+        if let Some(h) = syncer {
+            let _ = h.join();
         }
         // Memtables to files, not only the WAL: the next open then replays no log.
         if let Err(e) = self.store.flush_all() {
@@ -167,7 +229,35 @@ impl<M: Machine> Writer<M> {
         tracing::info!(records = self.next, "ledger writer stopped");
     }
 
-    fn commit(&mut self, jobs: &mut Jobs<M::Input>) -> Result<(), Error> {
+    /// Group commit: `first` and everything queued now, up to `max_batch` records (a request
+    /// larger than that is still committed whole); a `Stop` ends the group and sets `stop`.
+    fn gather(
+        &self,
+        first: Job<M::Input>,
+        rx: &mut mpsc::Receiver<Job<M::Input>>,
+        stop: &mut bool,
+    ) -> Jobs<M::Input> {
+        let mut jobs = Vec::new();
+        let mut records = 0;
+        let mut next = Some(first);
+        while let Some(j) = next.take() {
+            match j {
+                Job::Stop => *stop = true,
+                Job::Append(a, reply, queued) => {
+                    records += a.len();
+                    jobs.push((a, reply, queued));
+                }
+            }
+            if records < self.max_batch && !*stop {
+                next = rx.try_recv().ok();
+            }
+        }
+        jobs
+    }
+
+    /// Decides, encodes and persists one group commit into its write (not written yet). On an
+    /// error every append of it is answered `LedgerStopped`.
+    fn prepare(&mut self, jobs: Jobs<M::Input>) -> Result<Prepared<M::Pending>, Error> {
         let started = Instant::now();
         let metrics = self.metrics.clone();
         let metrics = metrics.get();
@@ -177,51 +267,59 @@ impl<M: Machine> Writer<M> {
             }
         }
         let now = self.clock.now_ms();
-        let ids: Vec<RecordId> = jobs
+        let all: Vec<RecordId> = jobs
             .iter()
             .flat_map(|(a, _, _)| a.iter().map(|a| a.id))
             .collect();
-        let mut existing = self.store.seqs_of(&ids)?.into_iter();
-        let (records, ids_cf, tree) = (
-            self.store.cf("records")?,
-            self.store.cf("ids")?,
-            self.store.cf("tree")?,
-        );
-        // Sized for the whole group commit up front (each record's entry, id and about two tree
-        // nodes, with RocksDB's per-key framing): no regrowth and copy while it fills.
+        let fail = |jobs: Jobs<M::Input>| {
+            for (a, reply, _) in jobs {
+                let _ = reply.send(a.iter().map(|_| Err(Error::LedgerStopped)).collect());
+            }
+        };
+        let existing = match self.store.seqs_of(&all) {
+            Ok(e) => e,
+            Err(e) => {
+                fail(jobs);
+                return Err(e);
+            }
+        };
+        let mut existing = existing.into_iter();
+        let (records, ids_cf, tree) = match (
+            self.store.cf("records"),
+            self.store.cf("ids"),
+            self.store.cf("tree"),
+        ) {
+            (Ok(r), Ok(i), Ok(t)) => (r, i, t),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+                fail(jobs);
+                return Err(e);
+            }
+        };
+        // Sized for the whole group commit up front — each record's entry, id and about two tree
+        // nodes, with RocksDB's per-key framing, and the machine's derived state, which holds the
+        // record's content again (a commitment's terms) — so it does not regrow and copy
+        // megabytes while it fills (issue 14: `sysmalloc` and page faults on the writer's
+        // profile). Pages reserved and not written are never touched.
         let bytes: usize = jobs
             .iter()
             .flat_map(|(a, _, _)| a.iter())
-            .map(|a| a.signed.payload.len() + 320)
+            .map(|a| 2 * a.signed.payload.len() + 640)
             .sum();
         let mut batch = WriteBatch::with_capacity_bytes(bytes);
-        let mut replies: Vec<(Reply, Vec<Result<AppendResult, Error>>)> =
-            Vec::with_capacity(jobs.len());
-        let mut in_batch: HashMap<RecordId, AppendResult, IdHashing> =
-            HashMap::with_hasher(self.id_hashing.clone());
+        let mut replies = Vec::with_capacity(jobs.len());
+        let mut ids = Vec::with_capacity(all.len());
         let mut answered = 0;
-        for (appends, reply, _) in jobs.drain(..) {
+        let mut broken = None;
+        for (appends, reply, _) in jobs {
             let mut results = Vec::with_capacity(appends.len());
             for a in appends {
                 answered += 1;
-                let old = existing.next().flatten();
-                if let Some(seq) = old {
-                    let r = match self.store.get(seq) {
-                        Ok(Some(e)) => Ok(AppendResult {
-                            sequence: seq,
-                            outcome: e.outcome.unwrap_or_default(),
-                            duplicate: true,
-                            recorded_at: e.recorded_at_unix_ms,
-                        }),
-                        Ok(None) => Err(Error::Storage(format!(
-                            "id index points at missing sequence {seq}"
-                        ))),
-                        Err(e) => Err(e),
-                    };
-                    results.push(r);
+                if let Some(seq) = existing.next().flatten() {
+                    results.push(self.stored_duplicate(seq));
                     continue;
                 }
-                if let Some(r) = in_batch.get(&a.id) {
+                // In this batch or in the one being synced.
+                if let Some(r) = self.unsynced.get(&a.id) {
                     results.push(Ok(AppendResult {
                         duplicate: true,
                         ..r.clone()
@@ -235,13 +333,16 @@ impl<M: Machine> Writer<M> {
                 // taken over those bytes (the encoded `SignedRecord`, RFC 6962 leaf input).
                 let (entry, leaf) = encode_entry(seq, &id, &signed, now);
                 let lh = leaf_hash(&entry[leaf]);
-                let completed = self
-                    .range
-                    .push(lh)
-                    .map_err(|e| Error::Internal(format!("tree: {e}")));
-                // Level 0 (the leaf) and every perfect subtree it completes.
-                for (level, index, hash) in completed? {
-                    batch.put_cf(tree, tree_key(level, index), hash);
+                match self.range.push(lh) {
+                    // Level 0 (the leaf) and every perfect subtree it completes.
+                    Ok(completed) => {
+                        for (level, index, hash) in completed {
+                            batch.put_cf(tree, tree_key(level, index), hash);
+                        }
+                    }
+                    Err(e) => {
+                        broken.get_or_insert(Error::Internal(format!("tree: {e}")));
+                    }
                 }
                 batch.put_cf(records, seq.to_be_bytes(), finish_entry(entry, &outcome));
                 batch.put_cf(ids_cf, id, seq.to_be_bytes());
@@ -252,202 +353,121 @@ impl<M: Machine> Writer<M> {
                     duplicate: false,
                     recorded_at: now,
                 };
-                in_batch.insert(id, r.clone());
+                self.unsynced.insert(id, r.clone());
+                ids.push(id);
                 results.push(Ok(r));
             }
             replies.push((reply, results));
         }
+        let mut prepared = Prepared {
+            batch: None,
+            pending: None,
+            replies,
+            ids,
+            next: self.next,
+            answered,
+        };
+        if let Some(e) = broken {
+            prepared.fail();
+            return Err(e);
+        }
         if !batch.is_empty() {
             // The machine's derived state goes into the same synced write as the records.
             let mut with_state = Batch::from_raw(batch);
-            let persisted = self.machine.persist(&self.store, &mut with_state);
-            let batch = with_state.into_raw();
-            if let Err(e) = persisted {
-                for (reply, results) in replies {
-                    let _ = reply.send(results.iter().map(|_| Err(Error::LedgerStopped)).collect());
+            match self.machine.persist(&self.store, &mut with_state) {
+                Ok(p) => prepared.pending = Some(p),
+                Err(e) => {
+                    prepared.fail();
+                    return Err(e);
                 }
-                return Err(e);
             }
-            let mut wo = WriteOptions::default();
-            wo.set_sync(true);
-            let synced = Instant::now();
+            prepared.batch = Some(with_state);
+        }
+        if let Some(m) = metrics {
+            m.append_stage(AppendStage::Apply, started.elapsed());
+        }
+        Ok(prepared)
+    }
+
+    /// The answer to an append of a record already synced at `seq`.
+    fn stored_duplicate(&self, seq: u64) -> Result<AppendResult, Error> {
+        match self.store.get(seq) {
+            Ok(Some(e)) => Ok(AppendResult {
+                sequence: seq,
+                outcome: e.outcome.unwrap_or_default(),
+                duplicate: true,
+                recorded_at: e.recorded_at_unix_ms,
+            }),
+            Ok(None) => Err(Error::Storage(format!(
+                "id index points at missing sequence {seq}"
+            ))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `p`'s write is synced: publish it, then announce its length, then answer it.
+    fn complete(&mut self, p: Prepared<M::Pending>, took: Duration) {
+        let metrics = self.metrics.clone();
+        let metrics = metrics.get();
+        let fresh = p.ids.len();
+        if let Some(pending) = p.pending {
             if let Some(m) = metrics {
-                m.append_stage(AppendStage::Apply, synced - started);
-            }
-            let records = batch.len();
-            let written = if self.fail_writes.load(std::sync::atomic::Ordering::SeqCst) {
-                Err(Error::Storage("injected write failure".into()))
-            } else {
-                self.store.db().write_opt(batch, &wo).map_err(storage)
-            };
-            tracing::trace!(
-                records,
-                jobs = replies.len(),
-                write_us = synced.elapsed().as_micros() as u64,
-                "group commit"
-            );
-            if let Err(e) = written {
-                for (reply, results) in replies {
-                    let _ = reply.send(results.iter().map(|_| Err(Error::LedgerStopped)).collect());
-                }
-                return Err(e);
+                m.append_stage(AppendStage::Sync, took);
             }
             let published = Instant::now();
-            if let Some(m) = metrics {
-                m.append_stage(AppendStage::Sync, published - synced);
-            }
             // Synced: now readers may see the batch's derived state, before anyone hears of it.
-            self.machine.publish();
+            self.machine.publish(pending);
             if let Some(m) = metrics {
                 m.append_stage(AppendStage::Publish, published.elapsed());
             }
-            self.len_tx.send_replace(self.next);
+            self.len_tx.send_replace(p.next);
         }
-        if let Some(m) = self.metrics.get() {
-            m.group_commit(in_batch.len(), answered - in_batch.len());
+        for id in &p.ids {
+            self.unsynced.remove(id);
         }
-        for (reply, results) in replies {
+        tracing::trace!(
+            records = fresh,
+            jobs = p.replies.len(),
+            write_us = took.as_micros() as u64,
+            "group commit"
+        );
+        if let Some(m) = metrics {
+            m.group_commit(fresh, p.answered - fresh);
+        }
+        for (reply, results) in p.replies {
             let _ = reply.send(results);
         }
-        Ok(())
     }
 }
 
-/// `LedgerEntry { sequence, record_id, record, recorded_at_unix_ms }` with the record encoded
-/// straight into it, and where the record's bytes (the Merkle leaf) are in it; [`finish_entry`]
-/// appends the outcome. Byte for byte what `LedgerEntry::encode_to_vec` gives (prost writes
-/// fields in number order and skips default scalars; `entry_encoding_matches_prost` checks it),
-/// with one allocation and one copy of the payload per record (issue 14).
-fn encode_entry(
-    seq: u64,
-    id: &RecordId,
-    signed: &SignedRecord,
-    now: i64,
-) -> (Vec<u8>, std::ops::Range<usize>) {
-    use prost::encoding::{self, WireType};
-    let len = signed.encoded_len();
-    let mut out = Vec::with_capacity(len + 160);
-    if seq != 0 {
-        encoding::uint64::encode(1, &seq, &mut out);
-    }
-    encoding::encode_key(2, WireType::LengthDelimited, &mut out);
-    encoding::encode_varint(id.len() as u64, &mut out);
-    out.extend_from_slice(id);
-    encoding::encode_key(3, WireType::LengthDelimited, &mut out);
-    encoding::encode_varint(len as u64, &mut out);
-    let start = out.len();
-    signed.encode_raw(&mut out);
-    let leaf = start..out.len();
-    if now != 0 {
-        encoding::int64::encode(4, &now, &mut out);
-    }
-    (out, leaf)
-}
-
-/// Appends field 5 (the outcome) to an entry begun by [`encode_entry`].
-fn finish_entry(mut entry: Vec<u8>, outcome: &Outcome) -> Vec<u8> {
-    prost::encoding::message::encode(5, outcome, &mut entry);
-    entry
-}
-
-/// Hashes record ids — SHA-256 digests, already uniform — with a few multiply-rotate rounds
-/// instead of SipHash (issue 14: SipHash was on the writer's profile). The rounds start from a
-/// key drawn per writer, so ids chosen to collide in some bits do not meet in one bucket.
-#[derive(Clone)]
-pub(super) struct IdHashing(u64);
-
-impl IdHashing {
-    pub(super) fn random() -> Self {
-        use std::hash::BuildHasher;
-        Self(std::collections::hash_map::RandomState::new().hash_one(0x0069_6473_5f6b_6579_u64))
-    }
-}
-
-impl std::hash::BuildHasher for IdHashing {
-    type Hasher = IdHasher;
-    fn build_hasher(&self) -> IdHasher {
-        IdHasher(self.0)
-    }
-}
-
-pub(super) struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..c.len()].copy_from_slice(c);
-            self.0 = (self.0 ^ u64::from_le_bytes(b))
-                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-                .rotate_left(29);
+/// The sync thread: writes each batch with `sync = true`, in the order they come, and answers
+/// when it returned (an empty job only keeps the answers in order).
+fn sync_loop(
+    store: &Store,
+    fail: &AtomicBool,
+    hook: Option<SyncHook>,
+    rx: std::sync::mpsc::Receiver<SyncJob>,
+) {
+    while let Ok((batch, done)) = rx.recv() {
+        if let (Some(h), Some(_)) = (&hook, &batch) {
+            h();
         }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
+        let started = Instant::now();
+        let written = match batch {
+            None => Ok(()),
+            Some(_) if fail.load(Ordering::SeqCst) => {
+                Err(Error::Storage("injected write failure".into()))
+            }
+            Some(b) => {
+                let mut wo = WriteOptions::default();
+                wo.set_sync(true);
+                store.db().write_opt(b.into_raw(), &wo).map_err(storage)
+            }
+        };
+        let _ = done.send((written, started.elapsed()));
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use accord_proto::pb::record::v1::Signature;
-
-    /// Ids that share all but their last byte hash apart (every byte is mixed in), and the same
-    /// id hashes the same within a writer.
-    #[test]
-    fn id_hashing_mixes_every_byte() {
-        use std::hash::BuildHasher;
-        let h = IdHashing::random();
-        let a = [7u8; 32];
-        let mut b = a;
-        b[31] ^= 1;
-        assert_ne!(h.hash_one(a), h.hash_one(b));
-        assert_eq!(h.hash_one(a), h.hash_one(a));
-        let mut m: HashMap<RecordId, u32, IdHashing> = HashMap::with_hasher(h);
-        m.insert(a, 1);
-        m.insert(b, 2);
-        assert_eq!((m.get(&a), m.get(&b)), (Some(&1), Some(&2)));
-    }
-
-    #[test]
-    fn entry_encoding_matches_prost() {
-        let signed = SignedRecord {
-            payload_type: "application/vnd.accord.record.v1+protobuf".into(),
-            payload: vec![1, 2, 3, 0, 255].into(),
-            signatures: vec![Signature {
-                key_name: "k".into(),
-                key_id: vec![1, 2, 3, 4].into(),
-                signature: vec![7; 64].into(),
-            }],
-        };
-        let leaf = signed.encode_to_vec();
-        for (seq, now, outcome) in [
-            (0, 0, Outcome::default()),
-            (
-                7,
-                1_700_000_000_000,
-                Outcome {
-                    applied: true,
-                    ..Default::default()
-                },
-            ),
-            (u64::MAX, -5, Outcome::default()),
-        ] {
-            let id = [seq as u8; 32];
-            let entry = LedgerEntry {
-                sequence: seq,
-                record_id: id.to_vec().into(),
-                record: Some(signed.clone()),
-                recorded_at_unix_ms: now,
-                outcome: Some(outcome.clone()),
-            };
-            let (begun, at) = encode_entry(seq, &id, &signed, now);
-            // The leaf is exactly the record's own encoding.
-            assert_eq!(&begun[at], &leaf[..]);
-            let encoded = finish_entry(begun, &outcome);
-            assert_eq!(encoded, entry.encode_to_vec());
-            assert_eq!(LedgerEntry::decode(&encoded[..]).unwrap(), entry);
-        }
-    }
-}
+#[path = "writer_tests.rs"]
+mod tests;

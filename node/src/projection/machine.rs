@@ -30,6 +30,19 @@ pub struct WorkMachine {
     published: Arc<RwLock<Projection>>,
     access: Arc<RwLock<k::Access>>,
     cache: usize,
+    /// The envelopes as readers will see them once every persisted batch is published: a
+    /// batch that changed envelopes publishes a copy of it (envelope records are rare; the
+    /// working copy may already be a batch further, unsynced).
+    shadow: crate::envelopes::Envelopes,
+}
+
+/// One persisted batch's derived state, published once its synced write returned.
+#[derive(Debug, Default)]
+pub struct Pending {
+    changed: Vec<(String, Option<Arc<store::Stored>>)>,
+    runs: crate::runs::Runs,
+    envelopes: Option<crate::envelopes::Envelopes>,
+    replayed: u64,
 }
 
 impl WorkMachine {
@@ -41,6 +54,7 @@ impl WorkMachine {
             published,
             access: Arc::new(RwLock::new(access)),
             cache: DEFAULT_CACHE,
+            shadow: Default::default(),
         }
     }
 
@@ -65,6 +79,7 @@ impl WorkMachine {
 
 impl Machine for WorkMachine {
     type Input = k::Record;
+    type Pending = Pending;
 
     fn column_families(&self) -> &'static [&'static str] {
         store::CFS
@@ -118,23 +133,43 @@ impl Machine for WorkMachine {
         self.working.apply(seq, input, &access, now)
     }
 
-    fn persist(&mut self, st: &Store, batch: &mut Batch) -> Result<(), Error> {
-        self.working.persist(st, batch)
+    fn persist(&mut self, st: &Store, batch: &mut Batch) -> Result<Pending, Error> {
+        let changed = self.working.persist(st, batch)?;
+        // What this batch changed, taken now: by the time it is published the working copy may
+        // hold the next batch too.
+        let mut runs = crate::runs::Runs::default();
+        self.working.runs.publish_into(&mut runs);
+        let envelopes = self.working.envelopes.publish_pending(&mut self.shadow);
+        Ok(Pending {
+            changed,
+            runs,
+            envelopes,
+            replayed: self.working.replayed,
+        })
     }
 
-    fn publish(&mut self) {
-        let changed = self.working.take_changed();
+    fn publish(&mut self, pending: Pending) {
+        let Pending {
+            changed,
+            runs,
+            envelopes,
+            replayed,
+        } = pending;
         match self.published.write() {
             Ok(mut p) => {
                 if let Some(db) = &p.db {
-                    db.cache().publish(changed);
+                    db.cache().publish(changed.iter().cloned());
                 }
-                self.working.runs.publish_into(&mut p.runs);
-                self.working.envelopes.publish_into(&mut p.envelopes);
-                p.replayed = self.working.replayed;
+                runs.merge_into(&mut p.runs);
+                if let Some(e) = envelopes {
+                    p.envelopes = e;
+                }
+                p.replayed = replayed;
             }
             Err(_) => tracing::error!("projection lock poisoned; not published"),
         }
+        // In the readers' cache now (or never: poisoned): later batches read them there.
+        self.working.published(&changed);
     }
 
     fn restore(&mut self, entry: &LedgerEntry) {

@@ -30,6 +30,13 @@ pub struct Working {
     db: Option<Arc<Persisted>>,
     /// Commitments changed by the batch, not synced yet.
     overlay: HashMap<String, Arc<Stored>>,
+    /// Commitments changed by persisted batches whose synced write has not been published yet
+    /// (issue 14: the writer prepares the next batch while the previous one syncs); dropped
+    /// once the readers' cache holds them ([`Working::published`]).
+    inflight: HashMap<String, Arc<Stored>>,
+    /// Ids found absent from the store since the last persist: a new commitment is looked up
+    /// once per batch, not once per look (creation puts it in `overlay`, which is read first).
+    absent: std::collections::HashSet<String>,
     /// The deadline-index key each changed commitment had in the store (to delete it).
     base_due: HashMap<String, Option<i64>>,
     /// Other writes of the batch (history, readers, attention, acted upon).
@@ -61,11 +68,18 @@ impl Working {
 
     /// The current state of `id`: the batch's, else the stored one.
     fn load(&mut self, id: &str) -> Option<Arc<Stored>> {
-        if let Some(s) = self.overlay.get(id) {
+        if let Some(s) = self.overlay.get(id).or_else(|| self.inflight.get(id)) {
             return Some(s.clone());
+        }
+        if self.absent.contains(id) {
+            return None;
         }
         let db = self.db.as_ref()?;
         match db.stored(id) {
+            Ok(None) => {
+                self.absent.insert(id.to_string());
+                None
+            }
             Ok(s) => s,
             Err(e) => {
                 self.failed.get_or_insert(e);
@@ -273,8 +287,9 @@ impl Working {
         let seen = std::cell::RefCell::new(restart::EnvelopeEntry::default());
         let failed = std::cell::RefCell::new(None);
         let (overlay, db) = (&self.overlay, &self.db);
+        let inflight = &self.inflight;
         let budget = |a: &str| {
-            let s = match overlay.get(a) {
+            let s = match overlay.get(a).or_else(|| inflight.get(a)) {
                 Some(s) => Some(s.clone()),
                 None => db
                     .as_ref()
@@ -294,17 +309,20 @@ impl Working {
     }
 
     /// Adds the batch's writes to `batch`: the changed commitments with their deadline-index
-    /// keys, the other derived state, the changed runs, and the watermark.
-    pub fn persist(&mut self, st: &Store, batch: &mut Batch) -> Result<(), Error> {
+    /// keys, the other derived state, the changed runs, and the watermark. Returns the changed
+    /// commitments, for the readers' cache once the batch is synced; until then later batches
+    /// read them here (`inflight`).
+    pub fn persist(
+        &mut self,
+        st: &Store,
+        batch: &mut Batch,
+    ) -> Result<Vec<(String, Option<Arc<Stored>>)>, Error> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
         let mut writes = std::mem::take(&mut self.writes);
-        let ids: Vec<String> = self.overlay.keys().cloned().collect();
-        for id in ids {
-            let Some(s) = self.overlay.get(&id) else {
-                continue;
-            };
+        let mut changed = Vec::with_capacity(self.overlay.len());
+        for (id, mut s) in std::mem::take(&mut self.overlay) {
             let due = next_due(&s.commitment, s.promise_due.is_some(), self.now);
             let base = self.base_due.get(&id).copied().flatten();
             if base != due {
@@ -315,27 +333,36 @@ impl Working {
                     writes.put(store::DUE, store::due_key(d, &id), Vec::new());
                 }
             }
-            let mut s = (**s).clone();
-            s.due_ms = due;
+            // Usually the only holder: set the due time in place rather than clone the state.
+            Arc::make_mut(&mut s).due_ms = due;
             writes.put(
                 store::COMMITMENTS,
                 id.as_bytes().to_vec(),
-                store::encode(&s),
+                store::encode(&*s),
             );
-            self.overlay.insert(id, Arc::new(s));
+            self.inflight.insert(id.clone(), s.clone());
+            changed.push((id, Some(s)));
         }
         self.base_due.clear();
+        self.absent.clear();
         for (id, r) in self.runs.changed() {
             writes.put(store::RUNS, id.as_bytes().to_vec(), store::encode_json(&r));
         }
         writes.into_batch(st, batch)?;
         st.batch_meta(batch, store::WATERMARK, &self.next.to_be_bytes())?;
         st.batch_meta(batch, store::LAYOUT, store::LAYOUT_VERSION)?;
-        Ok(())
+        Ok(changed)
     }
 
-    /// The commitments the synced batch changed, for the readers' cache.
-    pub fn take_changed(&mut self) -> Vec<(String, Option<Arc<Stored>>)> {
-        self.overlay.drain().map(|(id, s)| (id, Some(s))).collect()
+    /// The batch that changed `changed` is synced and in the readers' cache: later batches read
+    /// those commitments there (unless a later batch changed one again).
+    pub fn published(&mut self, changed: &[(String, Option<Arc<Stored>>)]) {
+        for (id, s) in changed {
+            if let (Some(now), Some(s)) = (self.inflight.get(id), s)
+                && Arc::ptr_eq(now, s)
+            {
+                self.inflight.remove(id);
+            }
+        }
     }
 }
