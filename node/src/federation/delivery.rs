@@ -243,11 +243,7 @@ pub(super) async fn transmit(cx: &FedContext, peer: &Peer, p: Prepared) -> Resul
 
 /// Step 3: keeps the answer and removes the envelope's items from the outbox (one synced
 /// write); returns how many records it carried.
-pub(super) async fn acknowledge(
-    cx: &FedContext,
-    peer: &str,
-    a: Answered,
-) -> Result<usize, Fail> {
+pub(super) async fn acknowledge(cx: &FedContext, peer: &str, a: Answered) -> Result<usize, Fail> {
     // The peer verified our checkpoint (it answered): it holds at least this size now.
     cx.federation
         .health(peer)

@@ -83,7 +83,9 @@ impl PeerTransport for Pipe {
     ) -> BoxFuture<'_, Result<DeliverResponse, Status>> {
         Box::pin(async move {
             let node = self.node()?;
-            let signed = req.envelope.ok_or_else(|| Status::invalid_argument("none"))?;
+            let signed = req
+                .envelope
+                .ok_or_else(|| Status::invalid_argument("none"))?;
             let env = Envelope::decode(signed.payload.as_ref()).unwrap();
             let n = {
                 let mut calls = self.calls.lock().unwrap();

@@ -243,7 +243,11 @@ pub async fn run_peer(cx: FedContext, name: String, cancel: CancellationToken) {
                 .map_or(0, |f| f.checkpoint_size)
                 .max(health.log_size.load(Ordering::Relaxed));
             let (c, peer_name) = (cx.clone(), name.clone());
-            let items = match blocking(move || c.federation.outbox.peek_from(&peer_name, from, limit)).await {
+            let items = match blocking(move || {
+                c.federation.outbox.peek_from(&peer_name, from, limit)
+            })
+            .await
+            {
                 Ok(i) => i,
                 Err(e) => {
                     fill_err = Some(Fail::Other(format!("outbox read failed: {e}")));
