@@ -344,6 +344,15 @@ pub struct FederationConfig {
     /// whose routing paused at the outbox bound (backfill, issue 15, item 4).
     #[serde(default = "default_backfill_per_second")]
     pub backfill_per_second: u64,
+    /// Envelopes sent to one peer before the first is answered (issue 14, pipelined delivery;
+    /// >= 1). Only once the peer answered that it keeps them in order
+    /// (`DeliverResponse.sequenced`); to an older peer, one at a time.
+    #[serde(default = "default_max_in_flight")]
+    pub max_in_flight: usize,
+}
+
+fn default_max_in_flight() -> usize {
+    4
 }
 
 fn default_outbox_max() -> u64 {
@@ -387,6 +396,7 @@ impl Default for FederationConfig {
             request_timeout_ms: default_request_timeout_ms(),
             outbox_max: default_outbox_max(),
             backfill_per_second: default_backfill_per_second(),
+            max_in_flight: default_max_in_flight(),
         }
     }
 }
@@ -741,6 +751,7 @@ impl Config {
             ("federation.request_timeout_ms", f.request_timeout_ms),
             ("federation.outbox_max", f.outbox_max),
             ("federation.backfill_per_second", f.backfill_per_second),
+            ("federation.max_in_flight", f.max_in_flight as u64),
         ] {
             if v == 0 {
                 return Err(err(field, "must be > 0"));

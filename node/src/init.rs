@@ -174,6 +174,7 @@ token_sha256 = "{admin}"
 # [federation]
 # outbox_max = 100000
 # backfill_per_second = 5000
+# max_in_flight = 4
 
 [authorities]
 # Parties ("org/name") with the administrative_close authority, principals, and queue owners

@@ -35,6 +35,7 @@ fn envelope(records: Vec<SignedRecord>, log_proof: Option<fed::LogProof>) -> Env
         sent_at_unix_ms: rand::random::<u32>() as i64,
         records,
         log_proof,
+        previous_first_sequence: None,
     }
 }
 

@@ -46,6 +46,10 @@ pub struct FederationArgs {
     /// A's `federation.batch_size` (records per envelope); 0 = the node's default.
     #[arg(long, default_value_t = 0)]
     pub envelope: usize,
+    /// A's `federation.max_in_flight` (envelopes in flight to B); 0 = the node's default. `1`
+    /// is delivery as it was before pipelining (issue 14), for A/B runs of one build.
+    #[arg(long, default_value_t = 0)]
+    pub in_flight: usize,
     /// Approximate encoded record size in bytes.
     #[arg(long, default_value_t = 512)]
     pub size: usize,
@@ -166,11 +170,14 @@ pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Resul
     };
     let tmp = tempfile::tempdir()?;
     // `--envelope N`: at most N records per envelope (the sender's `batch_size`).
-    let extra = if a.envelope > 0 {
+    let mut extra = if a.envelope > 0 {
         format!("batch_size = {}\n", a.envelope)
     } else {
         String::new()
     };
+    if a.in_flight > 0 {
+        extra.push_str(&format!("max_in_flight = {}\n", a.in_flight));
+    }
     let (na, nb) = match (&a.node_a, &a.a_dir, &a.node_b, &a.b_dir) {
         (Some(ua), Some(da), Some(ub), Some(db)) => (
             InProcNode::running(da, ua, &a.server_name)?,
@@ -371,6 +378,7 @@ pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Resul
             "clients": a.clients,
             "submit_batch": a.batch,
             "envelope_records": a.envelope,
+            "max_in_flight": a.in_flight,
             "federated_per_s": rate,
             "seconds": secs,
             "submit_seconds": submitted.as_secs_f64(),

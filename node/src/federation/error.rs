@@ -61,6 +61,17 @@ pub enum FedError {
         /// Its refill per minute.
         per_minute: u32,
     },
+    /// A pipelined envelope (issue 14) whose predecessor was not decided here in time: the
+    /// sender starts again from the head of its queue. Nothing was written.
+    #[error(
+        "out_of_order: the envelope before this one (first sequence {previous}) was not decided within {waited_ms} ms"
+    )]
+    OutOfOrder {
+        /// `Envelope.previous_first_sequence`.
+        previous: u64,
+        /// How long it waited.
+        waited_ms: u64,
+    },
     /// An operator decision about a record that is not quarantined.
     #[error("record {} is not quarantined", hex::encode(.0))]
     NotQuarantined(RecordId),
@@ -97,6 +108,7 @@ impl From<FedError> for Error {
         match e {
             FedError::Refused { code, detail } => Error::Refused { code, detail },
             e @ FedError::TooManyRejections { .. } => Error::ResourceExhausted(e.to_string()),
+            e @ FedError::OutOfOrder { .. } => Error::Unavailable(e.to_string()),
             e @ FedError::NotQuarantined(_) => Error::NotFound(e.to_string()),
             e @ FedError::Corrupt { .. } => Error::Storage(e.to_string()),
             FedError::Node(e) => e,

@@ -43,6 +43,7 @@ pub mod codes;
 pub mod db;
 pub mod decisions;
 pub mod declaration;
+pub mod delivery;
 pub mod envelope_route;
 pub mod error;
 pub mod handshake;
@@ -50,6 +51,8 @@ pub mod inbox;
 pub mod logproof;
 pub mod outbox;
 pub mod peers;
+#[cfg(test)]
+mod pipeline_tests;
 pub mod quarantine;
 pub mod receipt_proof;
 pub mod receipt_store;
@@ -128,6 +131,9 @@ pub struct Federation {
     /// Quarantined records.
     pub quarantine: quarantine::Quarantine,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Per peer: the `first_sequence` of its envelope decided last here (issue 14, pipelined
+    /// delivery; in memory only: after a restart the sender starts a new pipeline).
+    order: Mutex<HashMap<String, Arc<tokio::sync::watch::Sender<Option<u64>>>>>,
     health: Mutex<HashMap<String, Arc<sender::Health>>>,
 }
 
@@ -156,6 +162,7 @@ impl Federation {
             decisions: decisions::Decisions::new(store.clone()),
             quarantine: quarantine::Quarantine::open(decisions::Decisions::new(store))?,
             locks: Mutex::new(HashMap::new()),
+            order: Mutex::new(HashMap::new()),
             health: Mutex::new(HashMap::new()),
         })
     }
@@ -165,6 +172,18 @@ impl Federation {
         match self.locks.lock() {
             Ok(mut m) => m.entry(peer.to_string()).or_default().clone(),
             Err(_) => Arc::new(tokio::sync::Mutex::new(())),
+        }
+    }
+
+    /// The `first_sequence` of the last envelope of `peer` decided here (see
+    /// [`admission::deliver`]): an envelope naming it as `previous_first_sequence` goes next.
+    pub fn peer_order(&self, peer: &str) -> Arc<tokio::sync::watch::Sender<Option<u64>>> {
+        match self.order.lock() {
+            Ok(mut m) => m
+                .entry(peer.to_string())
+                .or_insert_with(|| Arc::new(tokio::sync::watch::Sender::new(None)))
+                .clone(),
+            Err(_) => Arc::new(tokio::sync::watch::Sender::new(None)),
         }
     }
 

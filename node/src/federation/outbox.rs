@@ -262,12 +262,19 @@ impl Outbox {
 
     /// Up to `n` items from the head of `peer`'s queue, with their outbox sequences.
     pub fn peek(&self, peer: &str, n: usize) -> Result<Vec<(u64, Item)>, Error> {
+        self.peek_from(peer, 0, n)
+    }
+
+    /// Up to `n` items of `peer`'s queue from outbox sequence `from` on (or its head, if later):
+    /// what follows the envelopes already in flight (issue 14).
+    pub fn peek_from(&self, peer: &str, from: u64, n: usize) -> Result<Vec<(u64, Item)>, Error> {
         let head = self
             .queues
             .lock()
             .ok()
             .and_then(|qs| qs.get(peer).map(|q| q.head))
-            .unwrap_or(0);
+            .unwrap_or(0)
+            .max(from);
         let prefix = db::prefix(&[peer.as_bytes()]);
         db::scan_from(&self.store, CF, &prefix, &item_key(peer, head), n)?
             .into_iter()

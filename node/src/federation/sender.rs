@@ -1,37 +1,31 @@
 //! Delivery to peers (DESIGN.md, "Federation": "Delivery is durable and retried per peer with
 //! backoff and a circuit breaker; an unreachable peer never blocks the others").
 //!
-//! One task per enabled peer takes a batch from the head of the peer's outbox, sends it as one
-//! envelope signed by the node key (DSSE, `ENVELOPE_PAYLOAD_TYPE`), with the proof that our log
-//! holds every record of it ([`super::logproof`]), over mutual TLS (the peer's CA and, if pinned,
-//! its leaf: [`crate::tls::peer_channel`]), verifies the
-//! receipts against the peer's keys, stores them, advances each record's durability
-//! (federated → admitted, quarantined or rejected), and only then removes the batch from the
-//! outbox — so a crash or a failed call re-sends it, and the receiver's dedup answers with the
-//! original receipts. Failures back off behind a [`Breaker`]; `ResourceExhausted` halves the
-//! batch and slows down. Receipts still lacking a decision or a proof are polled with
-//! `GetReceipts`.
+//! One task per enabled peer takes batches from the peer's outbox and sends each as one
+//! envelope signed by the node key, with the proof that our log holds every record of it, over
+//! mutual TLS (the round trip's steps are in [`super::delivery`]). Up to
+//! `federation.max_in_flight` envelopes are in flight at once (issue 14) once the peer answered
+//! that it decides them in order (`DeliverResponse.sequenced`; each envelope names the one sent
+//! before it); answers are acknowledged strictly in sending order — the receipts stored, each
+//! record's durability advanced, the batch removed from the outbox — so the outbox only shrinks
+//! from its head, and a crash or a failed call re-sends from there: the receiver's dedup
+//! answers with the original receipts. A failure drops the envelopes in flight after it and
+//! starts again from the head, behind a [`Breaker`]; `ResourceExhausted` halves the batch and
+//! slows down. Receipts still lacking a decision or a proof are polled with `GetReceipts`.
 
 use super::FedContext;
 use super::breaker::{Breaker, State};
-use super::outbox::Item;
+use super::delivery::{self, Answered, Fail, blocking, status_fail};
 use super::peers::Peer;
 use super::receipts;
-use crate::error::Error;
 use accord_proto::note::Verifier;
-use accord_proto::pb::federation::v1::{
-    DeliverRequest, Envelope, GetReceiptsRequest, ReceiptKind, Signed,
-};
-use accord_proto::signing::{self, ENVELOPE_PAYLOAD_TYPE, RecordId};
-use prost::Message;
-use std::collections::{HashMap, HashSet};
+use accord_proto::pb::federation::v1::GetReceiptsRequest;
+use accord_proto::signing::RecordId;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-
-/// Most bytes of records in one envelope.
-const MAX_ENVELOPE_BYTES: usize = 4 * 1024 * 1024;
 
 /// A peer's delivery health (AdminService.GetPeerHealth).
 #[derive(Debug)]
@@ -41,7 +35,10 @@ pub struct Health {
     breaker: Mutex<State>,
     /// The size of our checkpoint the peer is believed to hold (the one of the last envelope it
     /// answered); 0 = unknown. Log proofs carry a consistency proof from it.
-    log_size: AtomicU64,
+    pub(super) log_size: AtomicU64,
+    /// The peer's last answer said it decides pipelined envelopes in order
+    /// (`DeliverResponse.sequenced`): more than one may be in flight.
+    sequenced: AtomicBool,
 }
 
 impl Default for Health {
@@ -51,6 +48,7 @@ impl Default for Health {
             last_error: Mutex::new(String::new()),
             breaker: Mutex::new(State::Closed),
             log_size: AtomicU64::new(0),
+            sequenced: AtomicBool::new(false),
         }
     }
 }
@@ -85,182 +83,6 @@ impl Health {
             *l = e;
         }
     }
-}
-
-enum Fail {
-    /// The peer said ResourceExhausted: slow down.
-    Exhausted(String),
-    /// Anything else: back off.
-    Other(String),
-}
-
-impl From<Error> for Fail {
-    fn from(e: Error) -> Self {
-        Fail::Other(e.to_string())
-    }
-}
-
-fn status_fail(s: tonic::Status) -> Fail {
-    let reason = s
-        .metadata()
-        .get("accord-reason")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    if let Some(cause) = super::handshake::classify(&s) {
-        return Fail::Other(cause);
-    }
-    let msg = format!("{:?}: {} {}", s.code(), reason, s.message());
-    if s.code() == tonic::Code::ResourceExhausted {
-        Fail::Exhausted(msg)
-    } else {
-        Fail::Other(msg)
-    }
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
-) -> Result<T, Error> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::Internal(e.to_string()))?
-}
-
-/// Sends one envelope of the head of the queue; returns how many records it carried.
-async fn send(cx: &FedContext, peer: &Peer, items: Vec<(u64, Item)>) -> Result<usize, Fail> {
-    let n = cx.clone();
-    let loaded = blocking(move || {
-        let store = n.ledger.store();
-        let mut out = Vec::with_capacity(items.len());
-        let mut bytes = 0;
-        for (seq, item) in items {
-            let e = store.get(item.ledger_seq)?.ok_or_else(|| {
-                Error::Storage(format!("outbox names missing sequence {}", item.ledger_seq))
-            })?;
-            let r = e
-                .record
-                .ok_or_else(|| Error::Storage("ledger entry without record".into()))?;
-            bytes += r.encoded_len();
-            if !out.is_empty() && bytes > MAX_ENVELOPE_BYTES {
-                break;
-            }
-            out.push((seq, item, r));
-        }
-        Ok(out)
-    })
-    .await?;
-    // The proof that we recorded every record we send (issue 8): a checkpoint covering the
-    // batch — the latest, or one signed now — and each record's inclusion proof.
-    let leaves: Vec<u64> = loaded.iter().map(|(_, i, _)| i.ledger_seq).collect();
-    let need = leaves.iter().max().map_or(0, |m| m + 1);
-    let cp = crate::log::covering(&cx.checkpoints, need).await?;
-    let health = cx.federation.health(peer.name());
-    let held = health.log_size.load(Ordering::Relaxed);
-    let (n, cp2) = (cx.clone(), cp.clone());
-    let log_proof = blocking(move || super::logproof::build(&n, &cp2, &leaves, held)).await?;
-    let first_sequence = loaded.first().map(|(s, _, _)| *s).unwrap_or(0);
-    let seqs: Vec<u64> = loaded.iter().map(|(s, _, _)| *s).collect();
-    let ids: Vec<RecordId> = loaded.iter().map(|(_, i, _)| i.record_id).collect();
-    let env = Envelope {
-        sender: cx.name().to_string(),
-        receiver: peer.name().to_string(),
-        first_sequence,
-        sent_at_unix_ms: cx.clock.now_ms(),
-        records: loaded.into_iter().map(|(_, _, r)| r).collect(),
-        log_proof: Some(log_proof),
-    };
-    let payload = env.encode_to_vec();
-    let sig = signing::sign(&cx.signer, ENVELOPE_PAYLOAD_TYPE, &payload);
-    let env_id = signing::record_id(ENVELOPE_PAYLOAD_TYPE, &payload);
-    let req = DeliverRequest {
-        envelope: Some(Signed {
-            payload: payload.into(),
-            payload_type: ENVELOPE_PAYLOAD_TYPE.into(),
-            signatures: vec![sig],
-        }),
-    };
-    let resp = cx.transport.deliver(peer, req).await.map_err(status_fail)?;
-    let keys: Vec<Verifier> = peer.keys_at(cx.clock.now_ms()).cloned().collect();
-    let first = resp
-        .receipts
-        .first()
-        .ok_or_else(|| Fail::Other("no envelope receipt in the answer".into()))?;
-    let mut all = receipts::verify_many(&resp.receipts, &keys, &[]).into_iter();
-    let v = all
-        .next()
-        .unwrap_or_else(|| Err("missing".into()))
-        .map_err(|e| Fail::Other(format!("envelope receipt: {e}")))?;
-    let r = &v.receipt;
-    if r.kind != ReceiptKind::EnvelopeRecorded as i32
-        || r.envelope_id[..] != env_id[..]
-        || r.receiver != peer.name()
-        || r.sender != cx.name()
-    {
-        return Err(Fail::Other(
-            "the envelope receipt is not about this envelope".into(),
-        ));
-    }
-    let want: HashSet<RecordId> = ids.iter().copied().collect();
-    let mut verified = Vec::new();
-    for ((i, s), checked) in resp.receipts.iter().enumerate().skip(1).zip(all) {
-        match checked {
-            Ok(v)
-                if v.decision.is_some()
-                    && v.receipt.receiver == peer.name()
-                    && v.receipt.sender == cx.name()
-                    && <RecordId>::try_from(v.receipt.record_id.as_ref())
-                        .is_ok_and(|id| want.contains(&id)) =>
-            {
-                verified.push((v, s.clone()))
-            }
-            Ok(_) => tracing::warn!(
-                peer = peer.name(),
-                index = i,
-                "receipt is not about a record of this envelope; ignored"
-            ),
-            Err(e) => {
-                tracing::warn!(peer = peer.name(), index = i, error = %e, "receipt does not verify; ignored")
-            }
-        }
-    }
-    // The peer verified our checkpoint (it answered): it holds at least this size now.
-    health.log_size.fetch_max(cp.size, Ordering::Relaxed);
-    let (n, peer_name, env_receipt, issued) = (
-        cx.clone(),
-        peer.name().to_string(),
-        first.encode_to_vec(),
-        r.issued_at_unix_ms,
-    );
-    let count = seqs.len();
-    blocking(move || {
-        let fed = &n.federation;
-        let mut batch = crate::ledger::Batch::default();
-        // A record with its admission receipt in this answer needs no `federated` state first
-        // (the admission receipt replaces it in the same write): one read and write less each.
-        let decided: HashSet<&[u8]> = verified
-            .iter()
-            .map(|(v, _)| v.receipt.record_id.as_ref())
-            .collect();
-        let undecided: Vec<RecordId> = ids
-            .iter()
-            .filter(|id| !decided.contains(&id[..]))
-            .copied()
-            .collect();
-        fed.receipts.envelope_recorded(&mut batch, &peer_name, &undecided, &env_receipt, issued)?;
-        for (v, s) in &verified {
-            if let Some(d) = &v.decision {
-                tracing::debug!(peer = %peer_name, record_id = %hex::encode(&v.receipt.record_id), decision = %d, "receipt");
-            }
-            fed.receipts.admission(&mut batch, &peer_name, v, s)?;
-        }
-        fed.outbox.remove(&mut batch, &peer_name, &seqs)?;
-        super::db::write(n.ledger.store(), batch, true)?;
-        fed.outbox.removed(&peer_name, &seqs);
-        Ok(())
-    })
-    .await?;
-    tracing::debug!(peer = peer.name(), records = count, envelope = %hex::encode(env_id), "envelope delivered");
-    Ok(count)
 }
 
 /// Fetches newer receipts for records still lacking a decision or a proof: up to
@@ -344,6 +166,32 @@ async fn pause(cancel: &CancellationToken, d: Duration) -> bool {
     }
 }
 
+/// One envelope in flight: its outbox range and the checkpoint proving it.
+struct Flight {
+    first: u64,
+    end: u64,
+    checkpoint_size: u64,
+    task: tokio::task::JoinHandle<Result<Answered, Fail>>,
+}
+
+/// The envelopes in flight to one peer, oldest first; dropped ones are aborted.
+#[derive(Default)]
+struct Flights(VecDeque<Flight>);
+
+impl Flights {
+    fn clear(&mut self) {
+        for f in self.0.drain(..) {
+            f.task.abort();
+        }
+    }
+}
+
+impl Drop for Flights {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
 /// Delivers to one peer until cancelled, or until the peer is disabled or removed.
 pub async fn run_peer(cx: FedContext, name: String, cancel: CancellationToken) {
     let fed = &cx.federation;
@@ -355,6 +203,7 @@ pub async fn run_peer(cx: FedContext, name: String, cancel: CancellationToken) {
     let mut limit = cfg.batch_size;
     let mut throttle = Duration::ZERO;
     let notify = fed.outbox.notify(&name);
+    let mut flights = Flights::default();
     // Receipts are polled by a task of their own, so polling never holds up delivery.
     let poller = cancel.child_token();
     let _stop_poller = poller.clone().drop_guard();
@@ -368,86 +217,144 @@ pub async fn run_peer(cx: FedContext, name: String, cancel: CancellationToken) {
             tracing::info!(peer = %name, "federation sender stopped: peer disabled or removed");
             return;
         };
-        if let Some(wait) = breaker.ready_in(Instant::now()) {
-            health.set_breaker(breaker.state());
-            if !pause(&cancel, wait).await {
-                return;
-            }
-            continue;
-        }
-        health.set_breaker(breaker.state());
-        let fed2 = cx.clone();
-        let (peer_name, lim) = (name.clone(), limit);
-        let items = match blocking(move || fed2.federation.outbox.peek(&peer_name, lim)).await {
-            Ok(i) => i,
-            Err(e) => {
-                tracing::warn!(peer = %name, error = %e, "outbox read failed");
-                if !pause(&cancel, Duration::from_secs(1)).await {
+        if flights.0.is_empty() {
+            if let Some(wait) = breaker.ready_in(Instant::now()) {
+                health.set_breaker(breaker.state());
+                if !pause(&cancel, wait).await {
                     return;
                 }
                 continue;
             }
-        };
-        let mut result = Ok(());
-        if !items.is_empty() {
-            let sent = tokio::select! {
-                _ = cancel.cancelled() => return,
-                r = send(&cx, &peer, items) => r,
-            };
-            result = match sent {
-                Ok(_) => {
-                    health
-                        .last_success
-                        .store(cx.clock.now_ms(), Ordering::Relaxed);
-                    limit = (limit * 2).min(cfg.batch_size);
-                    throttle /= 2;
-                    if throttle < Duration::from_millis(1) {
-                        throttle = Duration::ZERO;
-                    }
-                    Ok(())
-                }
-                Err(f) => Err(f),
-            };
+            health.set_breaker(breaker.state());
         }
-        match result {
-            Ok(()) => {
-                if breaker.state() != State::Closed || breaker.failures() > 0 {
-                    tracing::info!(peer = %name, "peer reachable again");
+        // Fill the window: one envelope until the peer said it keeps them in order.
+        let window = match health.sequenced.load(Ordering::Relaxed) {
+            true => cfg.max_in_flight.max(1),
+            false => 1,
+        };
+        let mut fill_err = None;
+        while flights.0.len() < window {
+            let back = flights.0.back();
+            let from = back.map_or(0, |f| f.end);
+            let previous = back.map(|f| f.first);
+            // The peer holds the checkpoint of the envelope before this one once it decides
+            // this one (it decides them in order): prove from there.
+            let held = back
+                .map_or(0, |f| f.checkpoint_size)
+                .max(health.log_size.load(Ordering::Relaxed));
+            let (c, peer_name) = (cx.clone(), name.clone());
+            let items = match blocking(move || {
+                c.federation.outbox.peek_from(&peer_name, from, limit)
+            })
+            .await
+            {
+                Ok(i) => i,
+                Err(e) => {
+                    fill_err = Some(Fail::Other(format!("outbox read failed: {e}")));
+                    break;
                 }
-                breaker.success();
-                health.set_breaker(State::Closed);
-                if !items_left(&cx, &name) {
+            };
+            if items.is_empty() {
+                break;
+            }
+            let prepared = tokio::select! {
+                _ = cancel.cancelled() => return,
+                r = delivery::prepare(&cx, &peer, items, held, previous) => r,
+            };
+            match prepared {
+                Ok(p) => {
+                    let (c, pr) = (cx.clone(), peer.clone());
+                    flights.0.push_back(Flight {
+                        first: p.first_sequence(),
+                        end: p.end_sequence(),
+                        checkpoint_size: p.checkpoint_size,
+                        task: tokio::spawn(async move { delivery::transmit(&c, &pr, p).await }),
+                    });
+                }
+                Err(f) => {
+                    fill_err = Some(f);
+                    break;
+                }
+            }
+        }
+        let result = match flights.0.pop_front() {
+            None => match fill_err {
+                Some(f) => Err(f),
+                None => {
                     // Idle: wait for new records (and look again now and then).
                     tokio::select! {
                         _ = cancel.cancelled() => return,
                         _ = notify.notified() => {}
                         _ = tokio::time::sleep(Duration::from_secs(5)) => {}
                     }
+                    continue;
                 }
+            },
+            Some(mut oldest) => {
+                if let Some(f) = fill_err {
+                    tracing::warn!(peer = %name, error = %f.into_message(), "next envelope not prepared");
+                }
+                // Answers are acknowledged in sending order, whatever order they come in.
+                let answer = tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    r = &mut oldest.task => r.unwrap_or_else(|e| Err(Fail::Other(format!("delivery task: {e}")))),
+                };
+                match answer {
+                    Ok(a) => {
+                        health.sequenced.store(a.sequenced, Ordering::Relaxed);
+                        delivery::acknowledge(&cx, &name, a).await.map(|_| ())
+                    }
+                    Err(f) => Err(f),
+                }
+            }
+        };
+        match result {
+            Ok(()) => {
+                health
+                    .last_success
+                    .store(cx.clock.now_ms(), Ordering::Relaxed);
+                limit = (limit * 2).min(cfg.batch_size);
+                throttle /= 2;
+                if throttle < Duration::from_millis(1) {
+                    throttle = Duration::ZERO;
+                }
+                if breaker.state() != State::Closed || breaker.failures() > 0 {
+                    tracing::info!(peer = %name, "peer reachable again");
+                }
+                breaker.success();
+                health.set_breaker(State::Closed);
                 if !throttle.is_zero() && !pause(&cancel, throttle).await {
                     return;
                 }
             }
-            Err(Fail::Exhausted(msg)) => {
-                limit = (limit / 2).max(1);
-                throttle = (throttle * 2).clamp(base, max);
-                tracing::info!(peer = %name, batch = limit, delay_ms = throttle.as_millis() as u64, "peer is busy; slowing down");
-                health.error(msg);
-                if !pause(&cancel, throttle).await {
-                    return;
+            Err(fail) => {
+                // The envelopes sent after a failed one cannot be decided before it: start again
+                // from the head of the queue (the receiver answers re-sent records with their
+                // original receipts).
+                flights.clear();
+                match fail {
+                    Fail::Exhausted(msg) => {
+                        limit = (limit / 2).max(1);
+                        throttle = (throttle * 2).clamp(base, max);
+                        tracing::info!(peer = %name, batch = limit, delay_ms = throttle.as_millis() as u64, "peer is busy; slowing down");
+                        health.error(msg);
+                        if !pause(&cancel, throttle).await {
+                            return;
+                        }
+                    }
+                    Fail::Other(msg) => {
+                        let msg = match super::handshake::is_transport(&msg) {
+                            true => super::handshake::probe(&cx, &peer, Duration::from_secs(3))
+                                .await
+                                .unwrap_or(msg),
+                            false => msg,
+                        };
+                        let w = breaker.failure(Instant::now());
+                        health.set_breaker(breaker.state());
+                        tracing::warn!(peer = %name, error = %msg, failures = breaker.failures(), breaker = breaker.state().as_str(), retry_in_ms = w.as_millis() as u64, "delivery failed");
+                        health.error(msg);
+                    }
                 }
-            }
-            Err(Fail::Other(msg)) => {
-                let msg = match super::handshake::is_transport(&msg) {
-                    true => super::handshake::probe(&cx, &peer, Duration::from_secs(3))
-                        .await
-                        .unwrap_or(msg),
-                    false => msg,
-                };
-                let w = breaker.failure(Instant::now());
-                health.set_breaker(breaker.state());
-                tracing::warn!(peer = %name, error = %msg, failures = breaker.failures(), breaker = breaker.state().as_str(), retry_in_ms = w.as_millis() as u64, "delivery failed");
-                health.error(msg);
             }
         }
     }
@@ -473,10 +380,6 @@ async fn run_poller(cx: FedContext, name: String, cancel: CancellationToken) {
             tracing::debug!(peer = %name, error = %e, "receipt poll failed");
         }
     }
-}
-
-fn items_left(cx: &FedContext, peer: &str) -> bool {
-    cx.federation.outbox.depth(peer) > 0
 }
 
 /// Keeps one sender task per enabled peer, following peer changes, until `shutdown`.
@@ -534,9 +437,13 @@ pub async fn deliver_step(cx: &FedContext, peer: &str) -> Result<usize, String> 
     if items.is_empty() {
         return Ok(0);
     }
-    send(cx, &p, items).await.map_err(|f| match f {
-        Fail::Exhausted(m) | Fail::Other(m) => m,
-    })
+    let held = cx.federation.health(peer).log_size.load(Ordering::Relaxed);
+    let round_trip = async {
+        let prepared = delivery::prepare(cx, &p, items, held, None).await?;
+        let answered = delivery::transmit(cx, &p, prepared).await?;
+        delivery::acknowledge(cx, peer, answered).await
+    };
+    round_trip.await.map_err(Fail::into_message)
 }
 
 /// One receipt-polling step (see [`deliver_step`]): fetches newer receipts for every record of
@@ -547,9 +454,9 @@ pub async fn poll_step(cx: &FedContext, peer: &str) -> Result<(), String> {
     };
     let mut cursor = None;
     loop {
-        poll(cx, &p, &mut cursor).await.map_err(|f| match f {
-            Fail::Exhausted(m) | Fail::Other(m) => m,
-        })?;
+        poll(cx, &p, &mut cursor)
+            .await
+            .map_err(Fail::into_message)?;
         if cursor.is_none() {
             return Ok(());
         }

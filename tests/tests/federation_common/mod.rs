@@ -261,6 +261,7 @@ impl AsPeer {
             sent_at_unix_ms: sent_at,
             records,
             log_proof: Some(log_proof),
+            previous_first_sequence: None,
         };
         sign_envelope(key, &env)
     }
@@ -282,6 +283,7 @@ impl AsPeer {
             sent_at_unix_ms: sent_at,
             records,
             log_proof: None,
+            previous_first_sequence: None,
         };
         sign_envelope(&self.key, &env)
     }

@@ -26,7 +26,8 @@
 //! 5. [`persist`] — receipts, the decisions, quarantined records, the envelope's answer and the
 //!    peer's largest checkpoint, in one synced write to the [`super::decisions`] store.
 //!
-//! Decisions of one peer are taken one envelope at a time (a per-peer lock), so retries racing
+//! Decisions of one peer are taken one envelope at a time (a per-peer lock), in the sender's
+//! order when it pipelines (`Envelope.previous_first_sequence`, issue 14), so retries racing
 //! their original cannot decide a record twice; a crash anywhere before the synced write leaves
 //! a retry to re-create the same ledger records, which the ledger deduplicates.
 
@@ -40,7 +41,8 @@ use super::check::Checked;
 use super::error::FedError;
 use crate::federation::FedContext;
 use accord_proto::pb::federation::v1::{DeliverResponse, Signed};
-use accord_proto::signing::{self, ENVELOPE_PAYLOAD_TYPE, RecordId};
+use accord_proto::pb::record::v1::SignedRecord;
+use accord_proto::signing::{self, ENVELOPE_PAYLOAD_TYPE, RECORD_PAYLOAD_TYPE, RecordId};
 use prost::Message;
 use rustls::pki_types::CertificateDer;
 use std::sync::Arc;
@@ -81,7 +83,15 @@ struct Decided {
     quarantine: Option<(Checked, Vec<RecordId>, &'static str)>,
 }
 
+/// How long a pipelined envelope waits for its predecessor to be decided (issue 14).
+const ORDER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// `FederationService.Deliver`: admits one envelope (see the module doc).
+///
+/// Pipelined delivery (issue 14): an envelope naming `previous_first_sequence` is decided only
+/// right after that envelope of the same peer, so a peer's records are admitted in its outbox
+/// order however its concurrent calls arrive. The stateless, costly part — the records'
+/// signatures — is checked before that wait, so it overlaps the writes of the envelope before.
 pub async fn deliver(
     cx: &FedContext,
     env_signed: Signed,
@@ -90,16 +100,57 @@ pub async fn deliver(
     let now = cx.clock.now_ms();
     let (peer, env) =
         authenticate::envelope(cx, &env_signed, chain.as_deref().map(|c| c.as_slice()), now)?;
+    // Record signatures, all at once (one Ed25519 batch), outside the peer's lock.
+    let all: Vec<&SignedRecord> = env.records.iter().collect();
+    let sig_ok = peer.verify_batch(RECORD_PAYLOAD_TYPE, &all, now);
     let fed = &cx.federation;
     let lock = fed.peer_lock(peer.name());
-    let _guard = lock.lock().await;
+    let order = fed.peer_order(peer.name());
+    let _guard = match env.previous_first_sequence {
+        None => lock.lock().await,
+        Some(prev) => turn(&lock, &order, prev).await?,
+    };
     let env_id = signing::record_id(ENVELOPE_PAYLOAD_TYPE, &env_signed.payload);
-    if let Some(e) = fed.decisions.envelope(&env_id)? {
-        tracing::info!(peer = peer.name(), envelope = %hex::encode(env_id), "duplicate envelope: original receipts");
-        return DeliverResponse::decode(e.response.as_slice())
-            .map_err(|e| FedError::corrupt("envelope answer", e));
+    let resp = match fed.decisions.envelope(&env_id)? {
+        Some(e) => {
+            tracing::info!(peer = peer.name(), envelope = %hex::encode(env_id), "duplicate envelope: original receipts");
+            DeliverResponse::decode(e.response.as_slice())
+                .map_err(|e| FedError::corrupt("envelope answer", e))?
+        }
+        None => admit(cx, &peer, &env_signed, &env, &sig_ok, env_id, now).await?,
+    };
+    order.send_replace(Some(env.first_sequence));
+    Ok(DeliverResponse {
+        sequenced: true,
+        ..resp
+    })
+}
+
+/// Waits until the envelope decided last for this peer is the one starting at `prev`, then
+/// holds the peer's lock (checked again under it: a stray retry may have gone in between).
+async fn turn<'a>(
+    lock: &'a tokio::sync::Mutex<()>,
+    order: &tokio::sync::watch::Sender<Option<u64>>,
+    prev: u64,
+) -> Result<tokio::sync::MutexGuard<'a, ()>, FedError> {
+    let deadline = tokio::time::Instant::now() + ORDER_WAIT;
+    let mut rx = order.subscribe();
+    loop {
+        let ready = tokio::time::timeout_at(deadline, rx.wait_for(|v| *v == Some(prev)));
+        match ready.await {
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) | Err(_) => {
+                return Err(FedError::OutOfOrder {
+                    previous: prev,
+                    waited_ms: ORDER_WAIT.as_millis() as u64,
+                });
+            }
+        }
+        let guard = lock.lock().await;
+        if *order.borrow() == Some(prev) {
+            return Ok(guard);
+        }
     }
-    admit(cx, &peer, &env_signed, &env, env_id, now).await
 }
 
 /// Phases 1 (the log proof) to 5 for an authenticated envelope, under the peer's lock.
@@ -108,13 +159,14 @@ async fn admit(
     peer: &Arc<super::peers::Peer>,
     env_signed: &Signed,
     env: &accord_proto::pb::federation::v1::Envelope,
+    sig_ok: &[bool],
     env_id: RecordId,
     now: i64,
 ) -> Result<DeliverResponse, FedError> {
     // Check 5's evidence: the sender's checkpoint and inclusion proofs (an invalid proof refuses
     // the whole envelope here, before anything is written).
     let log = super::logproof::verify(cx, peer, env, now).await?;
-    let work = triage::records(cx, peer, env, &log.proven, now)?;
+    let work = triage::records(cx, peer, env, &log.proven, sig_ok, now)?;
     let decided = commit::kernel(cx, peer, work).await?;
     let declared = declare::decisions(cx, peer, decided.decided).await?;
     persist::envelope(

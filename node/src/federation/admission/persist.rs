@@ -109,7 +109,10 @@ pub(super) async fn envelope(
     let mut all = Vec::with_capacity(receipts_out.len() + 1);
     all.push(env_receipt);
     all.extend(receipts_out.into_iter().flatten());
-    let response = DeliverResponse { receipts: all };
+    let response = DeliverResponse {
+        receipts: all,
+        sequenced: true,
+    };
     let kept = EnvelopeEntry {
         peer: peer.to_string(),
         received_at: a.now,

@@ -136,6 +136,7 @@ async fn a_retry_after_a_crash_before_the_decisions_are_kept_declares_nothing_tw
         sent_at_unix_ms: T0,
         records,
         log_proof: None,
+        ..Default::default()
     };
     let payload = env.encode_to_vec();
     let env_signed = Signed {
@@ -148,7 +149,9 @@ async fn a_retry_after_a_crash_before_the_decisions_are_kept_declares_nothing_tw
     // The first attempt gets as far as the declarations, then "crashes": nothing is persisted.
     let now = node.clock.now_ms();
     let log = logproof::verify(node, &peer, &env, now).await.unwrap();
-    let work = triage::records(node, &peer, &env, &log.proven, now).unwrap();
+    let all: Vec<_> = env.records.iter().collect();
+    let sig_ok = peer.verify_batch(RECORD_PAYLOAD_TYPE, &all, now);
+    let work = triage::records(node, &peer, &env, &log.proven, &sig_ok, now).unwrap();
     let decided = commit::kernel(node, &peer, work).await.unwrap();
     let first = declare::decisions(node, &peer, decided.decided)
         .await
@@ -162,7 +165,9 @@ async fn a_retry_after_a_crash_before_the_decisions_are_kept_declares_nothing_tw
 
     // The peer retries later; the receiver decides again from scratch.
     r.clock.advance(90_000);
-    let resp = admit(node, &peer, &env_signed, &env, env_id, node.clock.now_ms())
+    let now = node.clock.now_ms();
+    let sig_ok = peer.verify_batch(RECORD_PAYLOAD_TYPE, &all, now);
+    let resp = admit(node, &peer, &env_signed, &env, &sig_ok, env_id, now)
         .await
         .unwrap();
     let codes: Vec<String> = resp.receipts[1..]

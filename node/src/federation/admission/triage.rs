@@ -9,25 +9,23 @@ use crate::federation::error::FedError;
 use crate::federation::peers::Peer;
 use crate::federation::quarantine;
 use accord_proto::pb::federation::v1::{Envelope, Signed};
-use accord_proto::pb::record::v1::SignedRecord;
-use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE, RecordId};
+use accord_proto::signing::{self, RecordId};
 use prost::Message;
 use std::collections::{HashMap, HashSet};
 
 /// Triage of `env`'s records in envelope order; `proven[i]` when the log proof includes record
-/// `i`. Fails, before anything is written, when the records rejected at the door exceed the
+/// `i`, `sig_ok[i]` when the batch verification established record `i`'s signatures. Fails, before anything is written, when the records rejected at the door exceed the
 /// peer's budget.
 pub(super) fn records(
     cx: &FedContext,
     peer: &Peer,
     env: &Envelope,
     proven: &[bool],
+    sig_ok: &[bool],
     now: i64,
 ) -> Result<Vec<Work>, FedError> {
-    // Record signatures, all at once (one Ed25519 batch); a record the batch does not establish
-    // is checked alone, for its reason code.
-    let all: Vec<&SignedRecord> = env.records.iter().collect();
-    let sig_ok = peer.verify_batch(RECORD_PAYLOAD_TYPE, &all, now);
+    // `sig_ok`: the record signatures checked at once (one Ed25519 batch) before the peer's
+    // lock; a record the batch does not establish is checked alone, for its reason code.
     let decisions = &cx.federation.decisions;
 
     let mut work: Vec<Work> = Vec::with_capacity(env.records.len());
