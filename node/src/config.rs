@@ -53,6 +53,9 @@ pub struct Config {
     /// The persisted projection's in-memory bounds (issue 15).
     #[serde(default)]
     pub projection: ProjectionConfig,
+    /// RocksDB's memory (issue 15: bounded memory).
+    #[serde(default)]
+    pub storage: StorageConfig,
     /// Federation delivery and admission tuning.
     #[serde(default)]
     pub federation: FederationConfig,
@@ -293,19 +296,48 @@ impl Default for LedgerConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectionConfig {
-    /// Most commitments kept in memory (misses are read from RocksDB).
+    /// Most commitments kept in memory (misses are read from RocksDB). Each costs its decoded
+    /// state plus what the allocator cannot give back around it: measured 18–25 KiB of resident
+    /// memory per cached commitment with glibc's allocator (issue 15, BENCHMARKS.md), so the
+    /// default keeps the cache near 100 MiB.
     #[serde(default = "default_cache_commitments")]
     pub cache_commitments: usize,
 }
 
 fn default_cache_commitments() -> usize {
-    100_000
+    // The same as `projection::machine::DEFAULT_CACHE`.
+    4_096
 }
 
 impl Default for ProjectionConfig {
     fn default() -> Self {
         Self {
             cache_commitments: default_cache_commitments(),
+        }
+    }
+}
+
+/// RocksDB's memory (issue 15: a node's resident memory stays bounded at any ledger size).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfig {
+    /// The block cache shared by every column family, MiB: data blocks, and the index and
+    /// filter blocks of every table (they are charged to it, not held beside it).
+    #[serde(default = "default_block_cache_mib")]
+    pub block_cache_mib: u64,
+}
+
+/// Largest accepted `storage.block_cache_mib` (64 GiB): more is a typo, not a cache.
+pub const MAX_BLOCK_CACHE_MIB: u64 = 65_536;
+
+fn default_block_cache_mib() -> u64 {
+    64
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            block_cache_mib: default_block_cache_mib(),
         }
     }
 }
@@ -663,6 +695,12 @@ impl Config {
         }
         if self.projection.cache_commitments < 2 {
             return Err(err("projection.cache_commitments", "must be >= 2"));
+        }
+        if !(1..=MAX_BLOCK_CACHE_MIB).contains(&self.storage.block_cache_mib) {
+            return Err(err(
+                "storage.block_cache_mib",
+                format!("must be between 1 and {MAX_BLOCK_CACHE_MIB} (MiB)"),
+            ));
         }
         let mut seen = std::collections::HashSet::new();
         for (i, p) in self.parties.iter().enumerate() {

@@ -20,10 +20,22 @@ pub struct Imported {
     pub applied: u64,
 }
 
+/// Sequences per chunk: one message to the writer (one or a few group commits).
+const CHUNK: u64 = 512;
+
+/// Chunks in flight: being signed/checked while earlier ones are written, so that both cores
+/// work (the writer thread on one, signing and verification on the other).
+const IN_FLIGHT: usize = 4;
+
 /// Appends the record sequences `make(0) .. make(count - 1)` to the node configured by `config`:
-/// the records of one sequence in order (a commitment's lifecycle), up to `concurrency`
-/// sequences at a time so that group commits fill. Stops at the first record refused before the
-/// kernel (a bad signature, another organisation's author).
+/// the records of one sequence in order (a commitment's lifecycle). Sequences are taken in
+/// chunks of [`CHUNK`]: a chunk's records are made (signed, by `make`) on a blocking worker
+/// thread, checked exactly as `SubmitBatch` checks them (envelope, signatures with one Ed25519
+/// batch verification on a verifier thread, author), converted at the edge, and sent to the
+/// ledger's writer in one message, in order — the kernel applies every record and the group
+/// commit writes it with its derived state, synced, as for any append. [`IN_FLIGHT`] chunks are
+/// prepared while earlier ones are written. Stops at the first record refused before the kernel
+/// (a bad signature, another organisation's author).
 pub async fn bulk<F>(
     config: Config,
     count: u64,
@@ -31,28 +43,26 @@ pub async fn bulk<F>(
     make: F,
 ) -> Result<Imported, Error>
 where
-    F: Fn(u64) -> Vec<SignedRecord> + Send + Sync,
+    F: Fn(u64) -> Vec<SignedRecord> + Send + Sync + 'static,
 {
     let opened = crate::node::open(config, Clock::system()).await?;
     let node = opened.node;
-    let results: Vec<Result<Imported, Error>> = futures::stream::iter(0..count)
-        .map(|i| {
-            let records = make(i);
-            let node = &node;
+    let verifier = crate::services::submit::BatchVerifier::start(1, 2 * CHUNK as usize * 4)?;
+    let make = std::sync::Arc::new(make);
+    let chunks = count.div_ceil(CHUNK);
+    let results: Vec<Result<Imported, Error>> = futures::stream::iter(0..chunks)
+        .map(|c| {
+            let (node, make, verifier) = (node.clone(), make.clone(), &verifier);
             async move {
-                let mut done = Imported::default();
-                for signed in records {
-                    let mut p = crate::services::submit::Pending::new(node, signed)?;
-                    p.check().verify_one()?;
-                    let (id, record, signed) = p.finish(node)?;
-                    let r = crate::services::submit::append(node, signed, record, id).await?;
-                    done.records += 1;
-                    done.applied += u64::from(r.outcome.is_some_and(|o| o.applied));
-                }
-                Ok(done)
+                let (from, to) = (c * CHUNK, ((c + 1) * CHUNK).min(count));
+                let signed: Vec<SignedRecord> =
+                    tokio::task::spawn_blocking(move || (from..to).flat_map(|i| make(i)).collect())
+                        .await
+                        .map_err(|e| Error::Internal(format!("record maker: {e}")))?;
+                append_chunk(&node, verifier, signed).await
             }
         })
-        .buffer_unordered(concurrency.max(1))
+        .buffered(concurrency.clamp(1, IN_FLIGHT))
         .collect()
         .await;
     close(node, opened.writer).await?;
@@ -63,6 +73,37 @@ where
         total.applied += r.applied;
     }
     Ok(total)
+}
+
+/// Checks `signed` as `SubmitBatch` does and appends it in one message to the writer.
+async fn append_chunk(
+    node: &crate::node::Node,
+    verifier: &crate::services::submit::BatchVerifier,
+    signed: Vec<SignedRecord>,
+) -> Result<Imported, Error> {
+    let mut pending = signed
+        .into_iter()
+        .map(|s| crate::services::submit::Pending::new(node, s))
+        .collect::<Result<Vec<_>, Error>>()?;
+    let checks = pending.iter_mut().map(|p| p.check()).collect();
+    for v in verifier.verify(checks).await {
+        v?;
+    }
+    let appends = pending
+        .into_iter()
+        .map(|p| {
+            let (id, record, signed) = p.finish(node)?;
+            let input = crate::convert::record_from_pb(id, &record)?;
+            Ok(crate::ledger::Append { id, signed, input })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    let mut done = Imported::default();
+    for r in node.ledger.append_many(appends).await {
+        let r = r?;
+        done.records += 1;
+        done.applied += u64::from(r.outcome.applied);
+    }
+    Ok(done)
 }
 
 /// What one Work service clock tick costs on the node configured by `config` with nothing due

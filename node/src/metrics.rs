@@ -43,6 +43,7 @@ pub struct Metrics {
     quarantine_size: IntGauge,
     projection_replayed: IntGauge,
     projection_cached: IntGauge,
+    rocksdb_memory: IntGaugeVec,
     tls_handshake_failures: IntCounterVec,
     connections_closed: IntCounterVec,
     /// Unix ms when the checkpointer last found the latest checkpoint covering the whole ledger
@@ -213,6 +214,14 @@ impl Metrics {
             "accord_projection_cached_commitments",
             "Commitments in the projection's in-memory cache (projection.cache_commitments).",
         );
+        let rocksdb_memory = gauge_vec(
+            "accord_rocksdb_memory_bytes",
+            "RocksDB's memory by RocksDB property (issue 15): rocksdb.block-cache-usage (bounded by \
+             storage.block_cache_mib; index and filter blocks included), \
+             rocksdb.block-cache-pinned-usage, rocksdb.estimate-table-readers-mem (outside the \
+             cache), rocksdb.cur-size-all-mem-tables (memtables, all families).",
+            &["property"],
+        );
         let tls_handshake_failures = counter_vec(
             "accord_tls_handshake_failures_total",
             "TLS handshakes refused, by side (server: a client we refused; client: a peer that \
@@ -248,6 +257,7 @@ impl Metrics {
             quarantine_size,
             projection_replayed,
             projection_cached,
+            rocksdb_memory,
             tls_handshake_failures,
             connections_closed,
             checkpoint_current_at: Arc::new(AtomicI64::new(0)),
@@ -384,6 +394,8 @@ pub struct Snapshot {
     pub projection_cached: u64,
     /// The listener's refused handshakes, refused connections and timed-out connections.
     pub listener: (u64, u64, u64),
+    /// RocksDB's memory: `(property, bytes)` (`ledger::Store::memory`).
+    pub rocksdb_memory: Vec<(&'static str, u64)>,
 }
 
 /// One peer's gauges.
@@ -448,6 +460,11 @@ pub fn gather(m: &Metrics, s: &Snapshot) -> Result<String, crate::Error> {
     m.quarantine_size.set(s.quarantine_size as i64);
     m.projection_replayed.set(s.projection_replayed as i64);
     m.projection_cached.set(s.projection_cached as i64);
+    for (property, bytes) in &s.rocksdb_memory {
+        m.rocksdb_memory
+            .with_label_values(&[property])
+            .set(*bytes as i64);
+    }
     // The listener counts in `tls::ListenerStats` (it runs before any service and knows no
     // registry); the counters here catch up with it at each scrape.
     catch_up(

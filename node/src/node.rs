@@ -158,16 +158,19 @@ pub(crate) async fn open_with(
     let data_dir = config.data_dir.clone();
     let max_batch = config.ledger.max_batch;
     let writer_clock = clock.clone();
+    let block_cache_mib = config.storage.block_cache_mib;
     let (ledger, writer) = tokio::task::spawn_blocking(move || {
         // Federation declares its own column families (the projection's come with its
         // machine); the ledger's store creates them.
-        Ledger::open_with(
-            &data_dir,
-            crate::federation::db::CFS,
-            machine,
-            max_batch,
-            writer_clock,
-        )
+        crate::ledger::Store::with_tuning(block_cache_mib, || {
+            Ledger::open_with(
+                &data_dir,
+                crate::federation::db::CFS,
+                machine,
+                max_batch,
+                writer_clock,
+            )
+        })
     })
     .await
     .map_err(|e| Error::Internal(e.to_string()))??;

@@ -51,6 +51,7 @@ pub fn gather(node: &Node) -> Result<String, crate::Error> {
             stats.refused_connections.load(Ordering::Relaxed),
             stats.timed_out.load(Ordering::Relaxed),
         ),
+        rocksdb_memory: node.ledger.store().memory(),
     };
     metrics::gather(&node.metrics, &snapshot)
 }

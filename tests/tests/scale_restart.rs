@@ -202,6 +202,12 @@ async fn a_node_with_100k_records_restarts_from_its_stored_projection() -> Resul
     }
     node.terminate()?;
 
+    // A small block cache (`[storage] block_cache_mib`): RocksDB stays within it, index and
+    // filter blocks included (they are charged to the cache, not held beside it).
+    let cfg = dir.join("accord.toml");
+    let mut text = std::fs::read_to_string(&cfg)?;
+    text.push_str("\n[storage]\nblock_cache_mib = 4\n");
+    std::fs::write(&cfg, text)?;
     let node = serve(&dir).await?;
     assert_eq!(node.metric("accord_projection_replayed_records")?, 0.0);
     assert_eq!(
@@ -209,8 +215,19 @@ async fn a_node_with_100k_records_restarts_from_its_stored_projection() -> Resul
         before,
         "same answers after the restart"
     );
-    // The cache stays within its bound after the reads.
+    // The caches stay within their bounds after the reads.
     assert!(node.metric("accord_projection_cached_commitments")? <= 100_000.0);
+    let memory = |p: &str| node.metric(&format!("accord_rocksdb_memory_bytes{{property=\"{p}\"}}"));
+    let cache = memory("rocksdb.block-cache-usage")?;
+    assert!(
+        cache > 0.0 && cache <= 4.0 * 1048576.0,
+        "block cache {cache} bytes, bound 4 MiB"
+    );
+    let readers = memory("rocksdb.estimate-table-readers-mem")?;
+    assert!(
+        readers < 1048576.0,
+        "table readers hold {readers} bytes outside the cache"
+    );
     node.terminate()?;
     Ok(())
 }
@@ -316,5 +333,44 @@ async fn a_node_killed_while_writing_restarts_equal_to_a_full_replay() -> Result
     assert_eq!(node.metric("accord_projection_replayed_records")?, len);
     assert_eq!(answers(&node, &ids).await?, stored, "stored = full replay");
     node.terminate()?;
+    Ok(())
+}
+
+/// `[storage] block_cache_mib` is validated: 0 and absurd sizes are refused, naming the field;
+/// absent, it is the documented default.
+#[test]
+fn the_block_cache_size_is_validated() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path().join("acme");
+    let out = Command::new(bin("accord-node"))
+        .args(["init", "--dir"])
+        .arg(&dir)
+        .args(["--name", "acme", "--listen", "127.0.0.1:0"])
+        .output()?;
+    anyhow::ensure!(out.status.success(), "init");
+    let cfg = dir.join("accord.toml");
+    let good = std::fs::read_to_string(&cfg)?;
+    let load = |extra: &str| {
+        std::fs::write(&cfg, format!("{good}\n{extra}"))?;
+        anyhow::Ok(accord_node::config::Config::load(&cfg))
+    };
+    assert_eq!(
+        load("")?
+            .map_err(|e| anyhow!("{e}"))?
+            .storage
+            .block_cache_mib,
+        64
+    );
+    let c = load("[storage]\nblock_cache_mib = 16\n")?.map_err(|e| anyhow!("{e}"))?;
+    assert_eq!(c.storage.block_cache_mib, 16);
+    for bad in ["0", "65537", "1000000000"] {
+        let e = load(&format!("[storage]\nblock_cache_mib = {bad}\n"))?
+            .err()
+            .with_context(|| format!("{bad} accepted"))?;
+        assert_eq!(e.field, "storage.block_cache_mib", "{bad}: {e}");
+        assert!(e.reason.contains("between 1 and 65536"), "{bad}: {e}");
+    }
+    // Not a number at all: the TOML error names the line.
+    assert!(load("[storage]\nblock_cache_mib = -1\n")?.is_err());
     Ok(())
 }

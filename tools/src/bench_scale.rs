@@ -183,17 +183,26 @@ pub async fn build(root: &Path, records: u64, size: usize) -> Result<(f64, f64)>
         let t = std::fs::read_to_string(dir.join(accord_daemon::layout::node::party_skey(p)))?;
         Ok(Signer::from_skey(t.trim())?)
     };
-    let (alice, bob) = (key("alice")?, key("bob")?);
+    let signers = std::sync::Arc::new((key("alice")?, key("bob")?));
     let commitments = records.div_ceil(4);
     let started = Instant::now();
     let bar = crate::output::bar(commitments, "building the ledger");
-    let bytes = std::sync::atomic::AtomicU64::new(0);
-    let done = accord_node::import::bulk(config, commitments, 1024, |i| {
-        bar.inc(1);
+    let bytes = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (b, counted) = (bar.clone(), bytes.clone());
+    let done = accord_node::import::bulk(config, commitments, 4, move |i| {
+        b.inc(1);
+        // Progress for a run in the background (the bar is hidden without a terminal).
+        if b.is_hidden() && i > 0 && i.is_multiple_of(250_000) {
+            eprintln!(
+                "bench scale: {} records made after {:.0} s",
+                i * 4,
+                started.elapsed().as_secs_f64()
+            );
+        }
         let n = (records - i * 4).min(4) as usize;
-        let l = lifecycle(&alice, &bob, i, size, n);
-        let b: usize = l.iter().map(prost::Message::encoded_len).sum();
-        bytes.fetch_add(b as u64, std::sync::atomic::Ordering::Relaxed);
+        let l = lifecycle(&signers.0, &signers.1, i, size, n);
+        let len: usize = l.iter().map(prost::Message::encoded_len).sum();
+        counted.fetch_add(len as u64, std::sync::atomic::Ordering::Relaxed);
         l
     })
     .await
@@ -207,7 +216,7 @@ pub async fn build(root: &Path, records: u64, size: usize) -> Result<(f64, f64)>
     );
     Ok((
         started.elapsed().as_secs_f64(),
-        bytes.into_inner() as f64 / records as f64,
+        bytes.load(std::sync::atomic::Ordering::Relaxed) as f64 / records as f64,
     ))
 }
 
@@ -244,6 +253,31 @@ pub struct Figures {
     pub tick_us: f64,
     /// Mean encoded size of the ledger's signed records, bytes (0 when reused).
     pub record_bytes_mean: f64,
+    /// After the reads: RocksDB's memory by property (`accord_rocksdb_memory_bytes`), MiB.
+    pub rocksdb_memory_mib: std::collections::BTreeMap<String, f64>,
+}
+
+/// `accord_rocksdb_memory_bytes` of the node's metrics listener at `addr`, MiB by property.
+async fn rocksdb_memory(
+    addr: std::net::SocketAddr,
+) -> Result<std::collections::BTreeMap<String, f64>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut c = tokio::net::TcpStream::connect(addr).await?;
+    c.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .await?;
+    let mut body = String::new();
+    c.read_to_string(&mut body).await?;
+    Ok(body
+        .lines()
+        .filter_map(|l| l.strip_prefix("accord_rocksdb_memory_bytes{property=\""))
+        .filter_map(|rest| {
+            let (name, value) = rest.split_once("\"} ")?;
+            Some((
+                name.to_string(),
+                value.trim().parse::<f64>().ok()? / 1048576.0,
+            ))
+        })
+        .collect())
 }
 
 /// Compacts the (stopped) node's store under `root` to its bottommost level; returns the data
@@ -264,7 +298,13 @@ pub async fn measure(root: &Path, records: u64, reads: u64) -> Result<(Figures, 
         .data_dir;
     let bytes = disk_bytes(&data);
     let started = Instant::now();
-    let node = InProcNode::start_child(root, ORG, |_| {}).await?;
+    // The metrics listener (for RocksDB's memory by property); the line goes before any table.
+    let node = InProcNode::start_child(root, ORG, |t| {
+        if !t.contains("\nmetrics_listen = ") && !t.starts_with("metrics_listen = ") {
+            *t = format!("metrics_listen = \"127.0.0.1:0\"\n{t}");
+        }
+    })
+    .await?;
     let startup_ms = started.elapsed().as_secs_f64() * 1000.0;
     let pid = node.pid().context("child pid")?;
     let rss = rss_mib(pid)?;
@@ -285,6 +325,10 @@ pub async fn measure(root: &Path, records: u64, reads: u64) -> Result<(Figures, 
         anyhow::ensure!(r.into_inner().commitment_id == id, "wrong commitment");
     }
     let after = rss_mib(pid)?;
+    let memory = match node.metrics_addr {
+        Some(addr) => rocksdb_memory(addr).await.unwrap_or_default(),
+        None => Default::default(),
+    };
     Ok((
         Figures {
             records,
@@ -298,6 +342,7 @@ pub async fn measure(root: &Path, records: u64, reads: u64) -> Result<(Figures, 
             get_commitment_p50_us: hist.value_at_quantile(0.5),
             tick_us: 0.0,
             record_bytes_mean: 0.0,
+            rocksdb_memory_mib: memory,
         },
         node,
     ))
