@@ -425,6 +425,76 @@ impl Store {
         Ok(first)
     }
 
+    /// Several stored tree nodes, in the order asked, like [`Store::tree_nodes`], but the
+    /// nodes below [`CACHED_LEVEL`] are computed from the leaves instead of read: the ones that
+    /// fall in one aligned run of 2^CACHED_LEVEL leaves come from one range scan of those
+    /// leaves (contiguous keys, one or two blocks) and at most 2^CACHED_LEVEL − 1 hashes, rather
+    /// than a lookup each in a different block of each level (issue 14: on a tree larger than
+    /// the block cache holds warm, each such lookup is a block read).
+    pub fn tree_nodes_from_leaves(
+        &self,
+        addrs: &[(u32, u64)],
+    ) -> Result<Vec<Option<[u8; 32]>>, Error> {
+        let upper: Vec<(usize, (u32, u64))> = addrs
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, (l, _))| *l >= CACHED_LEVEL)
+            .collect();
+        let mut out = vec![None; addrs.len()];
+        let got = self.tree_nodes(&upper.iter().map(|(_, a)| *a).collect::<Vec<_>>())?;
+        for ((i, _), h) in upper.iter().zip(got) {
+            out[*i] = h;
+        }
+        // The lower nodes' leaf ranges, grouped by run of 2^CACHED_LEVEL leaves.
+        let mut lower: Vec<(u64, u64, usize)> = addrs
+            .iter()
+            .enumerate()
+            .filter(|(_, (l, _))| *l < CACHED_LEVEL)
+            .map(|(i, &(l, x))| (x << l, (x + 1) << l, i))
+            .collect();
+        lower.sort_unstable();
+        let mut g = 0;
+        while g < lower.len() {
+            let run = lower[g].0 >> CACHED_LEVEL;
+            let mut e = g;
+            while e < lower.len() && lower[e].0 >> CACHED_LEVEL == run {
+                e += 1;
+            }
+            let (lo, hi) = (
+                lower[g].0,
+                lower[g..e].iter().map(|r| r.1).max().unwrap_or(lower[g].1),
+            );
+            let leaves = self.scan_leaves(lo, hi)?;
+            for &(a, b, i) in &lower[g..e] {
+                let span = leaves.get((a - lo) as usize..(b - lo) as usize);
+                out[i] = span
+                    .filter(|s| s.len() as u64 == b - a)
+                    .map(|s| perfect_hash(s.to_vec()));
+            }
+            g = e;
+        }
+        Ok(out)
+    }
+
+    /// The stored leaf hashes `[lo, hi)`, in order, stopping at the first one missing.
+    fn scan_leaves(&self, lo: u64, hi: u64) -> Result<Vec<[u8; 32]>, Error> {
+        let mut ro = rocksdb::ReadOptions::default();
+        ro.set_iterate_upper_bound(tree_key(0, hi).to_vec());
+        let mut it = self.db.raw_iterator_cf_opt(self.cf("tree")?, ro);
+        it.seek(tree_key(0, lo));
+        let mut out = Vec::with_capacity((hi - lo) as usize);
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if u64_key(k.get(1..).unwrap_or_default())? != lo + out.len() as u64 {
+                break;
+            }
+            out.push(tree_hash(v)?);
+            it.next();
+        }
+        it.status().map_err(storage)?;
+        Ok(out)
+    }
+
     /// Bytes held by the in-memory cache of the tree's upper levels (`accordctl bench log`).
     pub fn tree_cache_bytes(&self) -> usize {
         self.upper.bytes()
@@ -517,6 +587,18 @@ impl accord_proto::merkle::NodeSource for TreeNodes<'_> {
             .map(|(&(level, index), h)| h.ok_or(accord_proto::Error::NodeUnavailable { level, index }))
             .collect()
     }
+}
+
+/// The Merkle hash of a power-of-two run of leaf hashes (RFC 6962 §2.1), folded in place.
+fn perfect_hash(mut level: Vec<[u8; 32]>) -> [u8; 32] {
+    while level.len() > 1 {
+        let half = level.len() / 2;
+        for i in 0..half {
+            level[i] = accord_proto::merkle::node_hash(&level[2 * i], &level[2 * i + 1]);
+        }
+        level.truncate(half);
+    }
+    level.first().copied().unwrap_or(accord_proto::merkle::EMPTY_ROOT)
 }
 
 /// Upper-level nodes loaded per range scan when the cache misses ([`Store::tree_node`]).
