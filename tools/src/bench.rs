@@ -82,8 +82,7 @@ pub struct AppendArgs {
 async fn prefill_open(root: &std::path::Path, name: &str, n: u64) -> Result<f64> {
     let dir = root.join(name);
     let cfg = dir.join(accord_daemon::layout::node::CONFIG);
-    let config =
-        accord_node::config::Config::load(&cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let config = accord_node::config::Config::load(&cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
     let skey = std::fs::read_to_string(dir.join(accord_daemon::layout::node::party_skey("alice")))?;
     let key = Signer::from_skey(skey.trim())?;
     let (org, party) = key.name().split_once('/').unwrap_or(("bench", "alice"));

@@ -384,7 +384,9 @@ impl Store {
         }
         match lower.len() {
             0 => {}
-            1 => out[lower[0].1] = self.tree_node_stored(addrs[lower[0].1].0, addrs[lower[0].1].1)?,
+            1 => {
+                out[lower[0].1] = self.tree_node_stored(addrs[lower[0].1].0, addrs[lower[0].1].1)?
+            }
             _ => {
                 lower.sort_unstable();
                 let got = self.db.batched_multi_get_cf(
@@ -512,8 +514,15 @@ impl Store {
         ] {
             busy += self.db.property_int_value(p).map_err(storage)?.unwrap_or(0);
         }
-        for p in ["rocksdb.compaction-pending", "rocksdb.mem-table-flush-pending"] {
-            busy += self.db.property_int_value_cf(cf, p).map_err(storage)?.unwrap_or(0);
+        for p in [
+            "rocksdb.compaction-pending",
+            "rocksdb.mem-table-flush-pending",
+        ] {
+            busy += self
+                .db
+                .property_int_value_cf(cf, p)
+                .map_err(storage)?
+                .unwrap_or(0);
         }
         Ok(busy > 0)
     }
@@ -584,7 +593,9 @@ impl accord_proto::merkle::NodeSource for TreeNodes<'_> {
         addrs
             .iter()
             .zip(got)
-            .map(|(&(level, index), h)| h.ok_or(accord_proto::Error::NodeUnavailable { level, index }))
+            .map(|(&(level, index), h)| {
+                h.ok_or(accord_proto::Error::NodeUnavailable { level, index })
+            })
             .collect()
     }
 }
@@ -598,7 +609,10 @@ fn perfect_hash(mut level: Vec<[u8; 32]>) -> [u8; 32] {
         }
         level.truncate(half);
     }
-    level.first().copied().unwrap_or(accord_proto::merkle::EMPTY_ROOT)
+    level
+        .first()
+        .copied()
+        .unwrap_or(accord_proto::merkle::EMPTY_ROOT)
 }
 
 /// Upper-level nodes loaded per range scan when the cache misses ([`Store::tree_node`]).

@@ -125,48 +125,19 @@ fn proof_err(e: accord_proto::Error) -> Error {
     Error::FailedPrecondition(e.to_string())
 }
 
-/// The stored tree as roots and proofs read it (issue 14): every node a proof needs is asked
-/// for at once ([`merkle::NodeSource::nodes`]); the upper levels come from the store's cache and
-/// the levels below it are computed from one range scan of the leaves they cover
-/// ([`Store::tree_nodes_from_leaves`]), so a proof costs about the same block reads at 10^6
-/// leaves as at 10^3.
-struct ProofNodes<'a>(&'a Store);
-
-impl merkle::NodeSource for ProofNodes<'_> {
-    fn node(&self, level: u32, index: u64) -> Result<[u8; 32], accord_proto::Error> {
-        TreeNodes(self.0).node(level, index)
-    }
-
-    fn nodes(&self, addrs: &[(u32, u64)]) -> Result<Vec<[u8; 32]>, accord_proto::Error> {
-        let got =
-            self.0
-                .tree_nodes_from_leaves(addrs)
-                .map_err(|e| accord_proto::Error::Storage {
-                    message: e.to_string(),
-                })?;
-        addrs
-            .iter()
-            .zip(got)
-            .map(|(&(level, index), h)| {
-                h.ok_or(accord_proto::Error::NodeUnavailable { level, index })
-            })
-            .collect()
-    }
-}
-
 /// The root of the stored tree at `size` (`size` ≤ the ledger's length).
 pub fn root(store: &Store, size: u64) -> Result<[u8; 32], Error> {
-    merkle::root(&ProofNodes(store), size).map_err(proof_err)
+    merkle::root(&TreeNodes(store), size).map_err(proof_err)
 }
 
 /// The inclusion proof of leaf `index` in the tree of `size`.
 pub fn inclusion_proof(store: &Store, index: u64, size: u64) -> Result<Vec<[u8; 32]>, Error> {
-    merkle::inclusion_proof(&ProofNodes(store), index, size).map_err(proof_err)
+    merkle::inclusion_proof(&TreeNodes(store), index, size).map_err(proof_err)
 }
 
 /// The consistency proof between two sizes.
 pub fn consistency_proof(store: &Store, size1: u64, size2: u64) -> Result<Vec<[u8; 32]>, Error> {
-    merkle::consistency_proof(&ProofNodes(store), size1, size2).map_err(proof_err)
+    merkle::consistency_proof(&TreeNodes(store), size1, size2).map_err(proof_err)
 }
 
 /// The leaf hash of leaf `index`.
@@ -196,6 +167,27 @@ mod tests {
             }
         }
         fn restore(&mut self, _: &LedgerEntry) {}
+    }
+
+    /// The stored tree with the levels below the cache computed from one range scan of their
+    /// leaves (`Store::tree_nodes_from_leaves`, the option `accordctl bench log` measures).
+    struct ProofNodes<'a>(&'a Store);
+
+    impl NodeSource for ProofNodes<'_> {
+        fn node(&self, level: u32, index: u64) -> Result<[u8; 32], accord_proto::Error> {
+            TreeNodes(self.0).node(level, index)
+        }
+
+        fn nodes(&self, addrs: &[(u32, u64)]) -> Result<Vec<[u8; 32]>, accord_proto::Error> {
+            let got = self.0.tree_nodes_from_leaves(addrs).expect("read");
+            addrs
+                .iter()
+                .zip(got)
+                .map(|(&(level, index), h)| {
+                    h.ok_or(accord_proto::Error::NodeUnavailable { level, index })
+                })
+                .collect()
+        }
     }
 
     /// The stored tree read one node at a time, as before issue 14's batched reads (the
@@ -286,9 +278,15 @@ mod tests {
                 let p = merkle::consistency_proof(&batched, size1, size).unwrap();
                 assert_eq!(p, merkle::consistency_proof(&plain, size1, size).unwrap());
                 assert_eq!(p, merkle::consistency_proof(&scanned, size1, size).unwrap());
-                assert_eq!(p, merkle::consistency_proof(&reference, size1, size).unwrap());
+                assert_eq!(
+                    p,
+                    merkle::consistency_proof(&reference, size1, size).unwrap()
+                );
                 if size1 > 0 {
-                    assert_eq!(root(&store, size1).unwrap(), reference_root(&reference, size1));
+                    assert_eq!(
+                        root(&store, size1).unwrap(),
+                        reference_root(&reference, size1)
+                    );
                 }
             }
         }
@@ -296,13 +294,19 @@ mod tests {
         let missing = TreeNodes(&store).nodes(&[(0, 4097), (6, 64), (0, 3)]);
         assert!(matches!(
             missing,
-            Err(accord_proto::Error::NodeUnavailable { level: 0, index: 4097 })
+            Err(accord_proto::Error::NodeUnavailable {
+                level: 0,
+                index: 4097
+            })
         ));
         assert!(store.tree_node(6, 64).unwrap().is_none());
         let missing = ProofNodes(&store).nodes(&[(1, 10), (2, 1024), (0, 3)]);
         assert!(matches!(
             missing,
-            Err(accord_proto::Error::NodeUnavailable { level: 2, index: 1024 })
+            Err(accord_proto::Error::NodeUnavailable {
+                level: 2,
+                index: 1024
+            })
         ));
         // A lower node whose leaves are only partly stored is unavailable too.
         assert!(store.tree_nodes_from_leaves(&[(3, 512)]).unwrap()[0].is_none());
