@@ -84,11 +84,82 @@ pub fn root_from_leaf_hashes(leaf_hashes: &[Hash]) -> Hash {
 pub trait NodeSource {
     /// The hash of the perfect subtree at (`level`, `index`).
     fn node(&self, level: u32, index: u64) -> Result<Hash, Error>;
+
+    /// The hashes of the perfect subtrees at `addrs` (`(level, index)` pairs), in the order
+    /// asked. A root or a proof knows every node it needs from the sizes alone, before reading
+    /// any, and asks for them in one call: a source backed by a database overrides this to
+    /// fetch them in one batched read (issue 14: one RocksDB multi-get instead of a point
+    /// lookup per node). The default reads them one by one with [`NodeSource::node`].
+    fn nodes(&self, addrs: &[(u32, u64)]) -> Result<Vec<Hash>, Error> {
+        addrs.iter().map(|&(l, i)| self.node(l, i)).collect()
+    }
 }
 
 impl<T: NodeSource + ?Sized> NodeSource for &T {
     fn node(&self, level: u32, index: u64) -> Result<Hash, Error> {
         (**self).node(level, index)
+    }
+
+    fn nodes(&self, addrs: &[(u32, u64)]) -> Result<Vec<Hash>, Error> {
+        (**self).nodes(addrs)
+    }
+}
+
+/// The reads of a root or a proof, planned from the sizes alone (no node read yet): each output
+/// hash is the fold of a run of perfect subtrees of decreasing size, left to right (a single
+/// perfect subtree, or an RFC 6962 subtree on the right edge of the tree). [`Plan::read`] then
+/// fetches every node in one [`NodeSource::nodes`] call.
+#[derive(Default)]
+struct Plan {
+    addrs: Vec<(u32, u64)>,
+    ends: Vec<usize>,
+}
+
+impl Plan {
+    /// One output: the perfect subtree (`level`, `index`).
+    fn perfect(&mut self, level: u32, index: u64) {
+        self.addrs.push((level, index));
+        self.ends.push(self.addrs.len());
+    }
+
+    /// One output: the Merkle hash of leaves `[lo, hi)`, a range that is an RFC 6962 subtree
+    /// (as in [`range_hash`]): its perfect pieces of decreasing size starting at `lo`.
+    fn range(&mut self, lo: u64, hi: u64) {
+        let mut pos = lo;
+        for level in (0..64u32).rev() {
+            if (hi - lo) & (1 << level) != 0 {
+                self.addrs.push((level, pos >> level));
+                pos += 1 << level;
+            }
+        }
+        self.ends.push(self.addrs.len());
+    }
+
+    /// Reads every planned node in one call and folds each output's pieces from the right
+    /// (an empty range is the empty tree's root).
+    fn read(self, src: &impl NodeSource) -> Result<Vec<Hash>, Error> {
+        let hashes = src.nodes(&self.addrs)?;
+        if hashes.len() != self.addrs.len() {
+            return Err(Error::Storage {
+                message: format!(
+                    "node source answered {} hashes for {} nodes",
+                    hashes.len(),
+                    self.addrs.len()
+                ),
+            });
+        }
+        let mut out = Vec::with_capacity(self.ends.len());
+        let mut start = 0;
+        for end in self.ends {
+            let mut pieces = hashes[start..end].iter().rev();
+            let mut acc = pieces.next().copied().unwrap_or(EMPTY_ROOT);
+            for left in pieces {
+                acc = node_hash(left, &acc);
+            }
+            out.push(acc);
+            start = end;
+        }
+        Ok(out)
     }
 }
 
@@ -99,21 +170,11 @@ fn split_point(n: u64) -> u64 {
 
 /// The Merkle hash of leaves `[lo, hi)` for a range that is an RFC 6962 subtree (every range
 /// the proof recursions visit is): perfect pieces of decreasing size, starting at `lo`, folded
-/// from the right. O(log n) reads.
+/// from the right. O(log n) nodes, read in one [`NodeSource::nodes`] call.
 fn range_hash(src: &impl NodeSource, lo: u64, hi: u64) -> Result<Hash, Error> {
-    let mut pieces = Vec::new();
-    let mut pos = lo;
-    for level in (0..64u32).rev() {
-        if (hi - lo) & (1 << level) != 0 {
-            pieces.push(src.node(level, pos >> level)?);
-            pos += 1 << level;
-        }
-    }
-    let mut acc = pieces.pop().unwrap_or(EMPTY_ROOT);
-    while let Some(left) = pieces.pop() {
-        acc = node_hash(&left, &acc);
-    }
-    Ok(acc)
+    let mut plan = Plan::default();
+    plan.range(lo, hi);
+    Ok(plan.read(src)?.pop().unwrap_or(EMPTY_ROOT))
 }
 
 /// The root of the tree of the first `size` leaves (RFC 6962 §2.1 MTH) from stored perfect
@@ -135,18 +196,20 @@ pub fn inclusion_proof(src: &impl NodeSource, index: u64, size: u64) -> Result<V
     // Walk down from the root; collect siblings top-down and reverse at the end. Going right
     // the sibling is a perfect left subtree; going left the sibling is the right remainder,
     // which is not perfect only the first time (after that we are inside a perfect subtree).
+    // Every node is known from (index, size) before any is read: plan, then one batched read.
     let (mut lo, mut hi) = (0u64, size);
-    let mut path = Vec::new();
+    let mut plan = Plan::default();
     while hi - lo > 1 {
         let k = split_point(hi - lo);
         if index < lo + k {
-            path.push(range_hash(src, lo + k, hi)?);
+            plan.range(lo + k, hi);
             hi = lo + k;
         } else {
-            path.push(src.node(k.trailing_zeros(), lo / k)?);
+            plan.perfect(k.trailing_zeros(), lo / k);
             lo += k;
         }
     }
+    let mut path = plan.read(src)?;
     path.reverse();
     Ok(path)
 }
@@ -172,26 +235,27 @@ pub fn consistency_proof(
     // SUBPROOF(m, D[lo:hi], b), unrolled; `whole` is b (the subtree is the old tree itself).
     let (mut lo, mut hi, mut m) = (0u64, size2, size1);
     let mut whole = true;
-    let mut proof = Vec::new();
+    let mut plan = Plan::default();
     loop {
         let n = hi - lo;
         if m == n {
             if !whole {
-                proof.push(range_hash(src, lo, hi)?);
+                plan.range(lo, hi);
             }
             break;
         }
         let k = split_point(n);
         if m <= k {
-            proof.push(range_hash(src, lo + k, hi)?);
+            plan.range(lo + k, hi);
             hi = lo + k;
         } else {
-            proof.push(src.node(k.trailing_zeros(), lo / k)?);
+            plan.perfect(k.trailing_zeros(), lo / k);
             lo += k;
             m -= k;
             whole = false;
         }
     }
+    let mut proof = plan.read(src)?;
     proof.reverse();
     Ok(proof)
 }

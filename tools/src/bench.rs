@@ -69,6 +69,41 @@ pub struct AppendArgs {
     /// The TLS server name of the running node.
     #[arg(long, default_value = "localhost")]
     pub server_name: String,
+    /// Before the node starts, fill its ledger with this many open commitments (one request by
+    /// the node's own party each, ~256 B, nothing ever due), so that the half-load p99 is taken
+    /// while the Work service clock ticks over them (issue 14, item 4). Not with --node.
+    #[arg(long, default_value_t = 0, conflicts_with = "node")]
+    pub open: u64,
+}
+
+/// Fills the ledger of the node initialised under `root/name` (not running) with `n` open
+/// commitments through the node's real write path ([`accord_node::import::bulk`], as `bench
+/// scale` does), each a request by the node's party `alice`; returns the seconds it took.
+async fn prefill_open(root: &std::path::Path, name: &str, n: u64) -> Result<f64> {
+    let dir = root.join(name);
+    let cfg = dir.join(accord_daemon::layout::node::CONFIG);
+    let config = accord_node::config::Config::load(&cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let skey = std::fs::read_to_string(dir.join(accord_daemon::layout::node::party_skey("alice")))?;
+    let key = Signer::from_skey(skey.trim())?;
+    let (org, party) = key.name().split_once('/').unwrap_or(("bench", "alice"));
+    let (org, party) = (org.to_string(), party.to_string());
+    let started = Instant::now();
+    let bar = crate::output::bar(n, "filling the ledger with open commitments");
+    let done = accord_node::import::bulk(config, n, 1024, |i| {
+        bar.inc(1);
+        let r = tagged_record(&org, &party, "open", i as usize, 256);
+        vec![signing::sign_record(&key, &r)]
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("prefill: {e}"))?;
+    bar.finish_and_clear();
+    anyhow::ensure!(
+        done.records == n && done.applied == n,
+        "prefill recorded {} records, {} applied; expected {n}",
+        done.records,
+        done.applied
+    );
+    Ok(started.elapsed().as_secs_f64())
 }
 
 fn tagged_record(org: &str, party: &str, tag: &str, i: usize, size: usize) -> Record {
@@ -139,6 +174,8 @@ struct Target {
     chans: Vec<Channel>,
     key: Signer,
     token: Option<String>,
+    /// Seconds spent filling the ledger with `--open` commitments before the node started.
+    prefill_s: f64,
 }
 
 impl Target {
@@ -147,6 +184,7 @@ impl Target {
             Some(f) => Some(std::fs::read_to_string(f)?.trim().to_string()),
             None => None,
         };
+        let mut prefill_s = 0.0;
         let (node, key) = match &a.node {
             Some(_) => {
                 let skey = a.skey.as_ref().context("--skey")?;
@@ -166,8 +204,18 @@ impl Target {
                         t.insert_str(i + 1, "metrics_listen = \"127.0.0.1:0\"\n");
                     }
                 };
-                let n =
-                    InProcNode::start_placed(tmp, "bench", &["alice"], metrics, placement).await?;
+                let n = if a.open > 0 {
+                    crate::inproc::init_node(tmp, "bench", &["alice"])?;
+                    prefill_s = prefill_open(tmp, "bench", a.open).await?;
+                    match placement {
+                        Placement::InProcess => {
+                            InProcNode::start_initialised(tmp, "bench", metrics).await?
+                        }
+                        Placement::Child => InProcNode::start_child(tmp, "bench", metrics).await?,
+                    }
+                } else {
+                    InProcNode::start_placed(tmp, "bench", &["alice"], metrics, placement).await?
+                };
                 let key = n.party("alice")?;
                 (Some(n), key)
             }
@@ -188,6 +236,7 @@ impl Target {
             chans,
             key,
             token,
+            prefill_s,
         })
     }
 
@@ -353,6 +402,7 @@ pub async fn append(mut a: AppendArgs, mut out: crate::output::Output) -> Result
         "unary_full_load": crate::bench_stages::delta_json(&s1, &s2),
         "half_load": crate::bench_stages::delta_json(&s2, &s3),
     });
+    let prefill_s = target.prefill_s;
     if let Some(n) = target.node {
         n.stop().await?;
     }
@@ -391,6 +441,8 @@ pub async fn append(mut a: AppendArgs, mut out: crate::output::Output) -> Result
             "unary_full_load_p50_ms": ms(hist.value_at_quantile(0.5)),
             "unary_full_load_p99_ms": ms(hist.value_at_quantile(0.99)),
             "half_load_pacing": if a.burst { "burst" } else { "even" },
+            "open_commitments": a.open,
+            "open_prefill_s": prefill_s,
             "stages": stage_json,
         }));
         return Ok(());
@@ -420,6 +472,12 @@ pub async fn append(mut a: AppendArgs, mut out: crate::output::Output) -> Result
         "  unary latency at half load ({half:.0}/s offered, {} records): p50 {p50:>7.2} ms   p99 {p99:>7.2} ms",
         lat.len(),
     );
+    if a.open > 0 {
+        println!(
+            "  ({} open commitments in the ledger before the node started, filled in {prefill_s:.1} s)",
+            a.open
+        );
+    }
     println!("  where an append's time goes (node's accord_append_stage_seconds, per phase):");
     println!("  {stage_json}");
     Ok(())

@@ -59,8 +59,8 @@ pub struct Store {
     db: DB,
     /// Tree nodes of level ≥ [`CACHED_LEVEL`], kept in memory once read (issue 14): every proof
     /// shares the upper levels, and a stored node never changes (it is written once, when its
-    /// perfect subtree completes). n / 2^CACHED_LEVEL nodes at most: 160k (5 MiB) at 10^7 leaves.
-    upper: std::sync::RwLock<std::collections::HashMap<(u32, u64), [u8; 32]>>,
+    /// perfect subtree completes). See [`UpperNodes`] for its size.
+    upper: UpperNodes,
 }
 
 /// The memtables of every column family together, bytes ([`Store::open`]).
@@ -376,22 +376,13 @@ impl Store {
 
     /// A stored tree node.
     pub fn tree_node(&self, level: u32, index: u64) -> Result<Option<[u8; 32]>, Error> {
-        if level >= CACHED_LEVEL
-            && let Some(h) = self
-                .upper
-                .read()
-                .ok()
-                .and_then(|m| m.get(&(level, index)).copied())
-        {
-            return Ok(Some(h));
+        if level < CACHED_LEVEL {
+            return self.tree_node_stored(level, index);
         }
-        let h = self.tree_node_stored(level, index)?;
-        if level >= CACHED_LEVEL
-            && let (Some(h), Ok(mut m)) = (h, self.upper.write())
-        {
-            m.insert((level, index), h);
+        match self.upper.get(level, index) {
+            Some(h) => Ok(Some(h)),
+            None => self.fill_upper(level, index),
         }
-        Ok(h)
     }
 
     fn tree_node_stored(&self, level: u32, index: u64) -> Result<Option<[u8; 32]>, Error> {
@@ -400,15 +391,180 @@ impl Store {
             .get_pinned_cf(self.cf("tree")?, tree_key(level, index))
             .map_err(storage)?
         {
-            Some(v) => {
-                let h: [u8; 32] = v
-                    .as_ref()
-                    .try_into()
-                    .map_err(|_| Error::Storage("tree node is not 32 bytes".into()))?;
-                Ok(Some(h))
-            }
+            Some(v) => tree_hash(&v).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// Several stored tree nodes, in the order asked (issue 14: a proof's nodes in one call).
+    /// Upper levels come from the in-memory cache; the rest, at most [`CACHED_LEVEL`] per
+    /// proof path plus the right edge's pieces, in one RocksDB `MultiGet` over sorted keys —
+    /// one pass through the memtables and each file's filter and index for the whole batch,
+    /// instead of a full point lookup per node.
+    pub fn tree_nodes(&self, addrs: &[(u32, u64)]) -> Result<Vec<Option<[u8; 32]>>, Error> {
+        let mut out = vec![None; addrs.len()];
+        let mut upper_missed = Vec::new();
+        let mut lower: Vec<([u8; 9], usize)> = Vec::new();
+        {
+            let levels = self.upper.read();
+            for (i, &(level, index)) in addrs.iter().enumerate() {
+                if level < CACHED_LEVEL {
+                    lower.push((tree_key(level, index), i));
+                } else {
+                    match UpperNodes::lookup(&levels, level, index) {
+                        Some(h) => out[i] = Some(h),
+                        None => upper_missed.push(i),
+                    }
+                }
+            }
+        }
+        for i in upper_missed {
+            let (level, index) = addrs[i];
+            out[i] = self.fill_upper(level, index)?;
+        }
+        match lower.len() {
+            0 => {}
+            1 => {
+                out[lower[0].1] = self.tree_node_stored(addrs[lower[0].1].0, addrs[lower[0].1].1)?
+            }
+            _ => {
+                lower.sort_unstable();
+                let got = self.db.batched_multi_get_cf(
+                    self.cf("tree")?,
+                    lower.iter().map(|(k, _)| k),
+                    true,
+                );
+                for ((_, i), v) in lower.iter().zip(got) {
+                    out[*i] = match v.map_err(storage)? {
+                        Some(v) => Some(tree_hash(&v)?),
+                        None => None,
+                    };
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Loads the upper-level node (`level`, `index`) into the cache, with the stored nodes after
+    /// it up to the end of its aligned run of [`UPPER_FILL`] (their keys are contiguous: one
+    /// range scan), so a cold cache costs one scan per run rather than one lookup per node.
+    /// Returns the node, `None` if it is not stored (yet).
+    fn fill_upper(&self, level: u32, index: u64) -> Result<Option<[u8; 32]>, Error> {
+        let end = (index | (UPPER_FILL - 1)).saturating_add(1);
+        let mut ro = rocksdb::ReadOptions::default();
+        ro.set_iterate_upper_bound(tree_key(level, end).to_vec());
+        let mut it = self.db.raw_iterator_cf_opt(self.cf("tree")?, ro);
+        it.seek(tree_key(level, index));
+        let mut found = Vec::new();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            let i = u64_key(k.get(1..).unwrap_or_default())?;
+            found.push((i, tree_hash(v)?));
+            it.next();
+        }
+        it.status().map_err(storage)?;
+        let first = found.first().filter(|(i, _)| *i == index).map(|(_, h)| *h);
+        self.upper.insert(level, &found);
+        Ok(first)
+    }
+
+    /// Several stored tree nodes, in the order asked, like [`Store::tree_nodes`], but the
+    /// nodes below [`CACHED_LEVEL`] are computed from the leaves instead of read: the ones that
+    /// fall in one aligned run of 2^CACHED_LEVEL leaves come from one range scan of those
+    /// leaves (contiguous keys, one or two blocks) and at most 2^CACHED_LEVEL − 1 hashes, rather
+    /// than a lookup each in a different block of each level (issue 14: on a tree larger than
+    /// the block cache holds warm, each such lookup is a block read).
+    pub fn tree_nodes_from_leaves(
+        &self,
+        addrs: &[(u32, u64)],
+    ) -> Result<Vec<Option<[u8; 32]>>, Error> {
+        let upper: Vec<(usize, (u32, u64))> = addrs
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, (l, _))| *l >= CACHED_LEVEL)
+            .collect();
+        let mut out = vec![None; addrs.len()];
+        let got = self.tree_nodes(&upper.iter().map(|(_, a)| *a).collect::<Vec<_>>())?;
+        for ((i, _), h) in upper.iter().zip(got) {
+            out[*i] = h;
+        }
+        // The lower nodes' leaf ranges, grouped by run of 2^CACHED_LEVEL leaves.
+        let mut lower: Vec<(u64, u64, usize)> = addrs
+            .iter()
+            .enumerate()
+            .filter(|(_, (l, _))| *l < CACHED_LEVEL)
+            .map(|(i, &(l, x))| (x << l, (x + 1) << l, i))
+            .collect();
+        lower.sort_unstable();
+        let mut g = 0;
+        while g < lower.len() {
+            let run = lower[g].0 >> CACHED_LEVEL;
+            let mut e = g;
+            while e < lower.len() && lower[e].0 >> CACHED_LEVEL == run {
+                e += 1;
+            }
+            let (lo, hi) = (
+                lower[g].0,
+                lower[g..e].iter().map(|r| r.1).max().unwrap_or(lower[g].1),
+            );
+            let leaves = self.scan_leaves(lo, hi)?;
+            for &(a, b, i) in &lower[g..e] {
+                let span = leaves.get((a - lo) as usize..(b - lo) as usize);
+                out[i] = span
+                    .filter(|s| s.len() as u64 == b - a)
+                    .map(|s| perfect_hash(s.to_vec()));
+            }
+            g = e;
+        }
+        Ok(out)
+    }
+
+    /// The stored leaf hashes `[lo, hi)`, in order, stopping at the first one missing.
+    fn scan_leaves(&self, lo: u64, hi: u64) -> Result<Vec<[u8; 32]>, Error> {
+        let mut ro = rocksdb::ReadOptions::default();
+        ro.set_iterate_upper_bound(tree_key(0, hi).to_vec());
+        let mut it = self.db.raw_iterator_cf_opt(self.cf("tree")?, ro);
+        it.seek(tree_key(0, lo));
+        let mut out = Vec::with_capacity((hi - lo) as usize);
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if u64_key(k.get(1..).unwrap_or_default())? != lo + out.len() as u64 {
+                break;
+            }
+            out.push(tree_hash(v)?);
+            it.next();
+        }
+        it.status().map_err(storage)?;
+        Ok(out)
+    }
+
+    /// Bytes held by the in-memory cache of the tree's upper levels (`accordctl bench log`).
+    pub fn tree_cache_bytes(&self) -> usize {
+        self.upper.bytes()
+    }
+
+    /// Whether RocksDB has a flush or a compaction of the tree running or pending: `accordctl
+    /// bench log` waits for it to end before timing proofs, so that its figures are those of a
+    /// settled tree, not of reads racing the compaction of the bulk just written.
+    pub fn tree_background_busy(&self) -> Result<bool, Error> {
+        let cf = self.cf("tree")?;
+        let mut busy = 0;
+        for p in [
+            "rocksdb.num-running-compactions",
+            "rocksdb.num-running-flushes",
+        ] {
+            busy += self.db.property_int_value(p).map_err(storage)?.unwrap_or(0);
+        }
+        for p in [
+            "rocksdb.compaction-pending",
+            "rocksdb.mem-table-flush-pending",
+        ] {
+            busy += self
+                .db
+                .property_int_value_cf(cf, p)
+                .map_err(storage)?
+                .unwrap_or(0);
+        }
+        Ok(busy > 0)
     }
 
     /// Reads a `meta` value.
@@ -508,6 +664,101 @@ impl accord_proto::merkle::NodeSource for TreeNodes<'_> {
                 message: e.to_string(),
             }),
         }
+    }
+
+    fn nodes(&self, addrs: &[(u32, u64)]) -> Result<Vec<[u8; 32]>, accord_proto::Error> {
+        let got = self
+            .0
+            .tree_nodes(addrs)
+            .map_err(|e| accord_proto::Error::Storage {
+                message: e.to_string(),
+            })?;
+        addrs
+            .iter()
+            .zip(got)
+            .map(|(&(level, index), h)| {
+                h.ok_or(accord_proto::Error::NodeUnavailable { level, index })
+            })
+            .collect()
+    }
+}
+
+/// The Merkle hash of a power-of-two run of leaf hashes (RFC 6962 §2.1), folded in place.
+fn perfect_hash(mut level: Vec<[u8; 32]>) -> [u8; 32] {
+    while level.len() > 1 {
+        let half = level.len() / 2;
+        for i in 0..half {
+            level[i] = accord_proto::merkle::node_hash(&level[2 * i], &level[2 * i + 1]);
+        }
+        level.truncate(half);
+    }
+    level
+        .first()
+        .copied()
+        .unwrap_or(accord_proto::merkle::EMPTY_ROOT)
+}
+
+/// Upper-level nodes loaded per range scan when the cache misses ([`Store::tree_node`]).
+const UPPER_FILL: u64 = 256;
+
+/// A stored tree node's value as a hash.
+fn tree_hash(v: &[u8]) -> Result<[u8; 32], Error> {
+    v.try_into()
+        .map_err(|_| Error::Storage("tree node is not 32 bytes".into()))
+}
+
+/// The in-memory cache of tree levels ≥ [`CACHED_LEVEL`] (issue 14): dense, one vector per
+/// level indexed by node index, all-zero for a node not loaded (no SHA-256 output is all
+/// zeros in practice; a zero would only be read again from RocksDB). 32 bytes a node and no
+/// per-entry overhead: at most n / 2^CACHED_LEVEL · 2 nodes for n leaves, n bytes in all with
+/// `CACHED_LEVEL` 6 (1 MiB at 10^6 leaves, 10 MiB at 10^7), grown only as far as nodes are read.
+#[derive(Default)]
+struct UpperNodes(std::sync::RwLock<Vec<Vec<[u8; 32]>>>);
+
+impl UpperNodes {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Vec<[u8; 32]>>> {
+        // A panic elsewhere cannot leave a half-written hash: the cache stays usable.
+        self.0.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lookup(levels: &[Vec<[u8; 32]>], level: u32, index: u64) -> Option<[u8; 32]> {
+        let h = levels
+            .get(level.checked_sub(CACHED_LEVEL)? as usize)?
+            .get(usize::try_from(index).ok()?)?;
+        (h != &[0u8; 32]).then_some(*h)
+    }
+
+    fn get(&self, level: u32, index: u64) -> Option<[u8; 32]> {
+        Self::lookup(&self.read(), level, index)
+    }
+
+    /// Caches stored nodes of one level (only nodes read from the store: indexes are bounded
+    /// by the tree).
+    fn insert(&self, level: u32, nodes: &[(u64, [u8; 32])]) {
+        let (Some(l), Some(last)) = (level.checked_sub(CACHED_LEVEL), nodes.last()) else {
+            return;
+        };
+        let (Ok(l), Ok(top)) = (usize::try_from(l), usize::try_from(last.0)) else {
+            return;
+        };
+        let mut levels = self.0.write().unwrap_or_else(|e| e.into_inner());
+        if levels.len() <= l {
+            levels.resize_with(l + 1, Vec::new);
+        }
+        let v = &mut levels[l];
+        if v.len() <= top {
+            v.resize(top + 1, [0u8; 32]);
+        }
+        for &(i, h) in nodes {
+            if let Some(slot) = usize::try_from(i).ok().and_then(|i| v.get_mut(i)) {
+                *slot = h;
+            }
+        }
+    }
+
+    /// Bytes held (the vectors' lengths; capacity may be up to twice that).
+    fn bytes(&self) -> usize {
+        self.read().iter().map(|v| v.len() * 32).sum()
     }
 }
 

@@ -146,3 +146,176 @@ pub fn leaf_hash(store: &Store, index: u64) -> Result<[u8; 32], Error> {
         .tree_node(0, index)?
         .ok_or_else(|| Error::NotFound(format!("leaf {index}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::{Append, Ledger, Machine, Outcome};
+    use accord_proto::merkle::{MemoryTree, NodeSource};
+    use accord_proto::pb::record::v1::SignedRecord;
+    use accord_proto::pb::work::v1::LedgerEntry;
+
+    /// Accepts every record: these tests are about the stored tree, not the kernel.
+    struct Null;
+
+    impl Machine for Null {
+        type Input = ();
+        fn apply(&mut self, _: u64, _: &[u8; 32], _: &(), _: i64) -> Outcome {
+            Outcome {
+                applied: true,
+                ..Default::default()
+            }
+        }
+        fn restore(&mut self, _: &LedgerEntry) {}
+    }
+
+    /// The stored tree with the levels below the cache computed from one range scan of their
+    /// leaves (`Store::tree_nodes_from_leaves`, the option `accordctl bench log` measures).
+    struct ProofNodes<'a>(&'a Store);
+
+    impl NodeSource for ProofNodes<'_> {
+        fn node(&self, level: u32, index: u64) -> Result<[u8; 32], accord_proto::Error> {
+            TreeNodes(self.0).node(level, index)
+        }
+
+        fn nodes(&self, addrs: &[(u32, u64)]) -> Result<Vec<[u8; 32]>, accord_proto::Error> {
+            let got = self.0.tree_nodes_from_leaves(addrs).expect("read");
+            addrs
+                .iter()
+                .zip(got)
+                .map(|(&(level, index), h)| {
+                    h.ok_or(accord_proto::Error::NodeUnavailable { level, index })
+                })
+                .collect()
+        }
+    }
+
+    /// The stored tree read one node at a time, as before issue 14's batched reads (the
+    /// trait's default `nodes`).
+    struct OneByOne<'a>(TreeNodes<'a>);
+
+    impl NodeSource for OneByOne<'_> {
+        fn node(&self, level: u32, index: u64) -> Result<[u8; 32], accord_proto::Error> {
+            self.0.node(level, index)
+        }
+    }
+
+    async fn grow(ledger: &Ledger<()>, to: u64) {
+        let mut from = ledger.len();
+        while from < to {
+            let end = to.min(from + 4096);
+            let appends = (from..end)
+                .map(|i| {
+                    let mut id = [0u8; 32];
+                    id[..8].copy_from_slice(&i.to_be_bytes());
+                    Append {
+                        id,
+                        signed: SignedRecord {
+                            payload: i.to_be_bytes().to_vec().into(),
+                            payload_type: "test".into(),
+                            signatures: vec![],
+                        },
+                        input: (),
+                    }
+                })
+                .collect();
+            for r in ledger.append_many(appends).await {
+                r.expect("append");
+            }
+            from = end;
+        }
+        assert_eq!(ledger.len(), to);
+    }
+
+    /// Proofs from the batched read paths (`TreeNodes::nodes`: the upper-level cache filled by
+    /// range scans, RocksDB multi-get below it; `ProofNodes`: the lower levels computed from
+    /// scanned leaves) equal those read one node at a time and those of
+    /// an in-memory tree over the same leaves, for every index and every older size, at sizes
+    /// that are and are not powers of two — while the tree grows under a warm cache (nodes
+    /// completed after a cache fill must still be found), and from SST files after a flush.
+    #[tokio::test]
+    async fn batched_proofs_equal_one_by_one_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ledger, writer) = Ledger::open(dir.path(), Null, 4096, crate::clock::Clock::system())
+            .expect("open ledger");
+        let store = ledger.store().clone();
+        let mut reference = MemoryTree::new();
+        let sizes = [
+            1u64, 2, 3, 5, 8, 63, 64, 65, 100, 127, 128, 129, 200, 257, 640, 1000, 1025, 4097,
+        ];
+        for size in sizes {
+            grow(&ledger, size).await;
+            for i in reference.size()..size {
+                reference
+                    .push(leaf_hash(&store, i).expect("leaf"))
+                    .expect("push");
+            }
+            if size == 1025 {
+                store.flush_all().expect("flush");
+            }
+            let (batched, plain) = (TreeNodes(&store), OneByOne(TreeNodes(&store)));
+            let scanned = ProofNodes(&store);
+            let want_root = reference.root();
+            assert_eq!(root(&store, size).unwrap(), want_root, "root at {size}");
+            assert_eq!(merkle::root(&plain, size).unwrap(), want_root);
+            // Every index below 1100; a stride above (4097 × 4097 would be slow in debug).
+            let step = if size > 1100 { 37 } else { 1 };
+            for index in (0..size).step_by(step).chain([size - 1]) {
+                let p = merkle::inclusion_proof(&batched, index, size).unwrap();
+                assert_eq!(p, merkle::inclusion_proof(&plain, index, size).unwrap());
+                assert_eq!(p, merkle::inclusion_proof(&scanned, index, size).unwrap());
+                assert_eq!(p, merkle::inclusion_proof(&reference, index, size).unwrap());
+                merkle::verify_inclusion(
+                    &reference.node(0, index).unwrap(),
+                    index,
+                    size,
+                    &p,
+                    &want_root,
+                )
+                .expect("inclusion proof verifies");
+            }
+            for size1 in (0..=size).step_by(step).chain([size]) {
+                let p = merkle::consistency_proof(&batched, size1, size).unwrap();
+                assert_eq!(p, merkle::consistency_proof(&plain, size1, size).unwrap());
+                assert_eq!(p, merkle::consistency_proof(&scanned, size1, size).unwrap());
+                assert_eq!(
+                    p,
+                    merkle::consistency_proof(&reference, size1, size).unwrap()
+                );
+                if size1 > 0 {
+                    assert_eq!(
+                        root(&store, size1).unwrap(),
+                        reference_root(&reference, size1)
+                    );
+                }
+            }
+        }
+        // Nodes beyond the tree are unavailable, not zero or stale.
+        let missing = TreeNodes(&store).nodes(&[(0, 4097), (6, 64), (0, 3)]);
+        assert!(matches!(
+            missing,
+            Err(accord_proto::Error::NodeUnavailable {
+                level: 0,
+                index: 4097
+            })
+        ));
+        assert!(store.tree_node(6, 64).unwrap().is_none());
+        let missing = ProofNodes(&store).nodes(&[(1, 10), (2, 1024), (0, 3)]);
+        assert!(matches!(
+            missing,
+            Err(accord_proto::Error::NodeUnavailable {
+                level: 2,
+                index: 1024
+            })
+        ));
+        // A lower node whose leaves are only partly stored is unavailable too.
+        assert!(store.tree_nodes_from_leaves(&[(3, 512)]).unwrap()[0].is_none());
+        assert!(store.tree_cache_bytes() > 0, "the upper levels were cached");
+        ledger.stop().await;
+        writer.join().unwrap();
+    }
+
+    fn reference_root(t: &MemoryTree, size: u64) -> [u8; 32] {
+        merkle::root(t, size).unwrap()
+    }
+}
