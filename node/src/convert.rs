@@ -516,6 +516,23 @@ fn operation(op: &Op) -> R<k::Operation> {
 }
 
 /// The wire form of a kernel party.
+/// The ledger's record of the kernel's verdict (`LedgerEntry.outcome`): applied, or refused with
+/// the rejection's code and detail. One place for every machine the writer feeds (the Work
+/// projection, runs, envelopes).
+pub fn outcome(verdict: Result<(), k::Rejection>) -> accord_proto::pb::work::v1::Outcome {
+    match verdict {
+        Ok(()) => accord_proto::pb::work::v1::Outcome {
+            applied: true,
+            ..Default::default()
+        },
+        Err(r) => accord_proto::pb::work::v1::Outcome {
+            applied: false,
+            rejection_code: r.code.as_str().to_string(),
+            rejection_detail: r.detail,
+        },
+    }
+}
+
 pub fn party_to_pb(p: &k::Party) -> pb::PartyRef {
     pb::PartyRef {
         organisation: p.organisation.clone(),

@@ -123,8 +123,8 @@ impl Runs {
 
     /// Applies one run record at ledger time `now`.
     pub fn apply(&mut self, record: &k::Record, access: &k::Access, now: i64) -> Outcome {
-        match kr::apply_run(&self.runs, record, access, now) {
-            Ok(kr::RunApplied { next, effects }) => {
+        let verdict = kr::apply_run(&self.runs, record, access, now).map(
+            |kr::RunApplied { next, effects }| {
                 self.writers
                     .entry(next.id.clone())
                     .or_default()
@@ -135,17 +135,9 @@ impl Runs {
                 }
                 self.touched.insert(next.id.clone());
                 self.runs.insert(next.id.clone(), next);
-                Outcome {
-                    applied: true,
-                    ..Default::default()
-                }
-            }
-            Err(r) => Outcome {
-                applied: false,
-                rejection_code: r.code.as_str().to_string(),
-                rejection_detail: r.detail,
             },
-        }
+        );
+        crate::convert::outcome(verdict)
     }
 }
 

@@ -89,8 +89,9 @@ async fn prefill_open(root: &std::path::Path, name: &str, n: u64) -> Result<f64>
     let (org, party) = (org.to_string(), party.to_string());
     let started = Instant::now();
     let bar = crate::output::bar(n, "filling the ledger with open commitments");
-    let done = accord_node::import::bulk(config, n, 1024, |i| {
-        bar.inc(1);
+    let progress = bar.clone();
+    let done = accord_node::import::bulk(config, n, 4, move |i| {
+        progress.inc(1);
         let r = tagged_record(&org, &party, "open", i as usize, 256);
         vec![signing::sign_record(&key, &r)]
     })

@@ -171,17 +171,7 @@ impl Envelopes {
                 "not an envelope record",
             )),
         };
-        match result {
-            Ok(()) => Outcome {
-                applied: true,
-                ..Default::default()
-            },
-            Err(r) => Outcome {
-                applied: false,
-                rejection_code: r.code.as_str().to_string(),
-                rejection_detail: r.detail,
-            },
-        }
+        crate::convert::outcome(result)
     }
 
     /// The coordinator's side: the kernel decides; this organisation's own part follows.

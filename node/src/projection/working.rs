@@ -224,43 +224,31 @@ impl Working {
             restart::record_envelope(&mut self.writes, seq, &entry);
         }
         self.envelopes.note_written(&record.id);
-        let outcome = match result {
-            Ok(k::Applied { next, effects }) => {
-                if let Some(c) = next {
-                    self.put(c);
-                }
-                let mut n = 0;
-                for e in effects {
-                    self.effect(seq, record, now, e, &mut n);
-                }
-                match &record.op {
-                    k::Operation::ActedUpon {
-                        record_id: Some(on),
-                        ..
-                    } => {
-                        self.writes
-                            .put(store::ACTED, store::acted_key(on, seq), record.id.to_vec())
-                    }
-                    // The Work service party wrote the promise a claim produced.
-                    k::Operation::Promise if record.author == access.service => {
-                        let due = self.load(&record.commitment).and_then(|s| s.promise_due);
-                        if due.is_some_and(|cl| record.basis.contains(&cl)) {
-                            self.set_promise(&record.commitment, None);
-                        }
-                    }
-                    _ => {}
-                }
-                Outcome {
-                    applied: true,
-                    ..Default::default()
-                }
+        let outcome = crate::convert::outcome(result.map(|k::Applied { next, effects }| {
+            if let Some(c) = next {
+                self.put(c);
             }
-            Err(r) => Outcome {
-                applied: false,
-                rejection_code: r.code.as_str().to_string(),
-                rejection_detail: r.detail,
-            },
-        };
+            let mut n = 0;
+            for e in effects {
+                self.effect(seq, record, now, e, &mut n);
+            }
+            match &record.op {
+                k::Operation::ActedUpon {
+                    record_id: Some(on),
+                    ..
+                } => self
+                    .writes
+                    .put(store::ACTED, store::acted_key(on, seq), record.id.to_vec()),
+                // The Work service party wrote the promise a claim produced.
+                k::Operation::Promise if record.author == access.service => {
+                    let due = self.load(&record.commitment).and_then(|s| s.promise_due);
+                    if due.is_some_and(|cl| record.basis.contains(&cl)) {
+                        self.set_promise(&record.commitment, None);
+                    }
+                }
+                _ => {}
+            }
+        }));
         let entry = HistoryEntry {
             record_id: record.id.to_vec().into(),
             operation: record.op.wire_name().to_string(),
