@@ -15,6 +15,9 @@ use prost::Message;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// The commitments a persisted batch changed, for the readers' cache once it is synced.
+pub type Changed = Vec<(String, Option<Arc<Stored>>)>;
+
 /// The commitments the kernel may look at for one record, as its [`k::Directory`].
 struct Dir(HashMap<String, Arc<Stored>>);
 
@@ -300,11 +303,7 @@ impl Working {
     /// keys, the other derived state, the changed runs, and the watermark. Returns the changed
     /// commitments, for the readers' cache once the batch is synced; until then later batches
     /// read them here (`inflight`).
-    pub fn persist(
-        &mut self,
-        st: &Store,
-        batch: &mut Batch,
-    ) -> Result<Vec<(String, Option<Arc<Stored>>)>, Error> {
+    pub fn persist(&mut self, st: &Store, batch: &mut Batch) -> Result<Changed, Error> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
