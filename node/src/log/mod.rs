@@ -160,6 +160,7 @@ mod tests {
 
     impl Machine for Null {
         type Input = ();
+        type Pending = ();
         fn apply(&mut self, _: u64, _: &[u8; 32], _: &(), _: i64) -> Outcome {
             Outcome {
                 applied: true,
