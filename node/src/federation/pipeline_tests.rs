@@ -403,8 +403,14 @@ async fn an_answer_before_a_lost_one_is_not_acknowledged_and_the_resend_gets_the
         .iter()
         .filter(|c| c.ids.iter().any(|id| ids[4..12].contains(id)))
         .collect();
-    assert_eq!(resent[0].first, calls[1].first, "{calls:?}");
-    assert_eq!(resent[0].ids[0], ids[4]);
+    // (An envelope already in flight behind the lost one may still be answered first; what
+    // matters is that delivery goes back to the lost envelope's records.)
+    assert!(
+        resent
+            .iter()
+            .any(|c| c.first == calls[1].first && c.ids[0] == ids[4]),
+        "{calls:?}"
+    );
     let again: Vec<(Vec<u8>, Signed)> = resent
         .iter()
         .filter_map(|c| c.answer.as_ref())
