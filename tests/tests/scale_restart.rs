@@ -35,7 +35,8 @@ impl Drop for Served {
 async fn serve(dir: &Path) -> Result<Served> {
     let cfg = dir.join("accord.toml");
     let text = std::fs::read_to_string(&cfg)?;
-    if !text.contains("\nmetrics_listen = ") {
+    // `bench scale` may have put the line first in the file already.
+    if !text.lines().any(|l| l.starts_with("metrics_listen = ")) {
         let text = text.replace(
             "# metrics_listen = \"127.0.0.1:9464\"",
             "metrics_listen = \"127.0.0.1:0\"",
