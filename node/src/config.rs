@@ -377,7 +377,7 @@ pub struct FederationConfig {
     #[serde(default = "default_backfill_per_second")]
     pub backfill_per_second: u64,
     /// Envelopes sent to one peer before the first is answered (issue 14, pipelined delivery;
-    /// >= 1). Only once the peer answered that it keeps them in order
+    /// at least 1). Only once the peer answered that it keeps them in order
     /// (`DeliverResponse.sequenced`); to an older peer, one at a time.
     #[serde(default = "default_max_in_flight")]
     pub max_in_flight: usize,
