@@ -2,12 +2,11 @@
 //! consistency proof time at tree sizes 10^3 and 10^6 (served from RocksDB in O(log n) reads, so
 //! the figures must grow like log n), and the cost of signing a checkpoint.
 
-use accord_node::ledger::{Append, Ledger, Machine, Outcome, TreeNodes};
+use accord_node::ledger::{AcceptAll, Append, LeafScanNodes, Ledger, OneByOneNodes, TreeNodes};
 use accord_proto::checkpoint::Checkpoint;
 use accord_proto::merkle;
 use accord_proto::note::Signer;
 use accord_proto::pb::record::v1::SignedRecord;
-use accord_proto::pb::work::v1::LedgerEntry;
 use anyhow::Result;
 use std::time::Instant;
 
@@ -36,57 +35,6 @@ impl merkle::NodeSource for Counting<'_> {
         self.1.set(self.1.get() + 1);
         self.0.node(level, index)
     }
-}
-
-/// The stored tree read one node at a time (the trait's default `nodes`), as proofs were read
-/// before issue 14's batched reads: the same figure through both paths, in the same run.
-struct OneByOne<'a>(TreeNodes<'a>);
-
-impl merkle::NodeSource for OneByOne<'_> {
-    fn node(&self, level: u32, index: u64) -> Result<[u8; 32], accord_proto::Error> {
-        self.0.node(level, index)
-    }
-}
-
-/// The option evaluated beside the node's read path (issue 14): the nodes below the cached
-/// levels computed from one range scan of their leaves.
-struct FromLeaves<'a>(&'a accord_node::ledger::Store);
-
-impl merkle::NodeSource for FromLeaves<'_> {
-    fn node(&self, level: u32, index: u64) -> Result<[u8; 32], accord_proto::Error> {
-        TreeNodes(self.0).node(level, index)
-    }
-
-    fn nodes(&self, addrs: &[(u32, u64)]) -> Result<Vec<[u8; 32]>, accord_proto::Error> {
-        let got =
-            self.0
-                .tree_nodes_from_leaves(addrs)
-                .map_err(|e| accord_proto::Error::Storage {
-                    message: e.to_string(),
-                })?;
-        addrs
-            .iter()
-            .zip(got)
-            .map(|(&(level, index), h)| {
-                h.ok_or(accord_proto::Error::NodeUnavailable { level, index })
-            })
-            .collect()
-    }
-}
-
-/// A machine that accepts everything: the benchmark measures storage, not the kernel.
-struct Null;
-
-impl Machine for Null {
-    type Input = ();
-    type Pending = ();
-    fn apply(&mut self, _: u64, _: &[u8; 32], _: &(), _: i64) -> Outcome {
-        Outcome {
-            applied: true,
-            ..Default::default()
-        }
-    }
-    fn restore(&mut self, _: &LedgerEntry) {}
 }
 
 async fn fill(ledger: &Ledger<()>, from: u64, to: u64) -> Result<()> {
@@ -129,8 +77,12 @@ pub async fn run(mut a: LogArgs) -> Result<()> {
     }
     let tmp = tempfile::tempdir()?;
     let mut rows = Vec::new();
-    let (ledger, writer) =
-        Ledger::open(tmp.path(), Null, 4096, accord_node::clock::Clock::system())?;
+    let (ledger, writer) = Ledger::open(
+        tmp.path(),
+        AcceptAll,
+        4096,
+        accord_node::clock::Clock::system(),
+    )?;
     let mut sizes = a.sizes.clone();
     sizes.sort_unstable();
     println!("accordctl bench log — proofs served from RocksDB (O(log n) node reads each)");
@@ -169,12 +121,12 @@ pub async fn run(mut a: LogArgs) -> Result<()> {
                 let inc = t.elapsed().as_secs_f64() * 1e6 / n as f64;
                 let t = Instant::now();
                 for _ in 0..n {
-                    merkle::inclusion_proof(&FromLeaves(&store), rnd(size), size)?;
+                    merkle::inclusion_proof(&LeafScanNodes(&store), rnd(size), size)?;
                 }
                 let inc_leaves = t.elapsed().as_secs_f64() * 1e6 / n as f64;
                 let t = Instant::now();
                 for _ in 0..n {
-                    merkle::inclusion_proof(&OneByOne(TreeNodes(&store)), rnd(size), size)?;
+                    merkle::inclusion_proof(&OneByOneNodes(&store), rnd(size), size)?;
                 }
                 let inc_one = t.elapsed().as_secs_f64() * 1e6 / n as f64;
                 let t = Instant::now();

@@ -69,3 +69,21 @@ pub struct AppendResult {
     /// When it was recorded.
     pub recorded_at: i64,
 }
+
+/// A machine that applies every record and keeps no state: for measuring and testing the
+/// ledger's storage (the tree, the group commit) apart from the kernel (`accordctl bench log`,
+/// the tree and space tests).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AcceptAll;
+
+impl Machine for AcceptAll {
+    type Input = ();
+    type Pending = ();
+    fn apply(&mut self, _: u64, _: &RecordId, _: &(), _: i64) -> Outcome {
+        Outcome {
+            applied: true,
+            ..Default::default()
+        }
+    }
+    fn restore(&mut self, _: &LedgerEntry) {}
+}

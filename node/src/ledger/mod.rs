@@ -18,8 +18,8 @@ mod machine;
 mod store;
 mod writer;
 
-pub use machine::{AppendResult, Machine, Outcome};
-pub use store::{Batch, Store, TreeNodes};
+pub use machine::{AcceptAll, AppendResult, Machine, Outcome};
+pub use store::{Batch, LeafScanNodes, OneByOneNodes, Store, TreeNodes};
 
 use crate::error::Error;
 use accord_proto::pb::record::v1::SignedRecord;

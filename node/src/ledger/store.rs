@@ -667,20 +667,51 @@ impl accord_proto::merkle::NodeSource for TreeNodes<'_> {
     }
 
     fn nodes(&self, addrs: &[(u32, u64)]) -> Result<Vec<[u8; 32]>, accord_proto::Error> {
-        let got = self
-            .0
-            .tree_nodes(addrs)
-            .map_err(|e| accord_proto::Error::Storage {
-                message: e.to_string(),
-            })?;
-        addrs
-            .iter()
-            .zip(got)
-            .map(|(&(level, index), h)| {
-                h.ok_or(accord_proto::Error::NodeUnavailable { level, index })
-            })
-            .collect()
+        every_node(addrs, self.0.tree_nodes(addrs))
     }
+}
+
+/// The stored tree with the levels below the cache rebuilt from one range scan of their leaves
+/// ([`Store::tree_nodes_from_leaves`]): the alternative read path `accordctl bench log` measures
+/// beside [`TreeNodes`] (issue 14). Not what the node serves proofs from.
+#[derive(Debug, Clone, Copy)]
+pub struct LeafScanNodes<'a>(pub &'a Store);
+
+impl accord_proto::merkle::NodeSource for LeafScanNodes<'_> {
+    fn node(&self, level: u32, index: u64) -> Result<[u8; 32], accord_proto::Error> {
+        TreeNodes(self.0).node(level, index)
+    }
+
+    fn nodes(&self, addrs: &[(u32, u64)]) -> Result<Vec<[u8; 32]>, accord_proto::Error> {
+        every_node(addrs, self.0.tree_nodes_from_leaves(addrs))
+    }
+}
+
+/// The stored tree read one node at a time (the trait's default `nodes`), as proofs were read
+/// before issue 14's batched reads: the baseline `bench log` and the tree tests compare with.
+#[derive(Debug, Clone, Copy)]
+pub struct OneByOneNodes<'a>(pub &'a Store);
+
+impl accord_proto::merkle::NodeSource for OneByOneNodes<'_> {
+    fn node(&self, level: u32, index: u64) -> Result<[u8; 32], accord_proto::Error> {
+        TreeNodes(self.0).node(level, index)
+    }
+}
+
+/// A batched read's answer as `NodeSource::nodes` gives it: every node present, or the first
+/// missing one named; a storage error as the protocol crate's.
+fn every_node(
+    addrs: &[(u32, u64)],
+    got: Result<Vec<Option<[u8; 32]>>, Error>,
+) -> Result<Vec<[u8; 32]>, accord_proto::Error> {
+    let got = got.map_err(|e| accord_proto::Error::Storage {
+        message: e.to_string(),
+    })?;
+    addrs
+        .iter()
+        .zip(got)
+        .map(|(&(level, index), h)| h.ok_or(accord_proto::Error::NodeUnavailable { level, index }))
+        .collect()
 }
 
 /// The Merkle hash of a power-of-two run of leaf hashes (RFC 6962 §2.1), folded in place.
@@ -782,23 +813,9 @@ mod space {
     //! Bytes on disk per 1 KiB record (issue 15, item 5). Ignored in the suite (it writes
     //! ~100 MB); run with
     //! `cargo test -p accord-node --lib bytes_per_record -- --ignored --nocapture`.
-    use crate::ledger::{Append, Ledger, Machine, Outcome};
+    use crate::ledger::{AcceptAll, Append, Ledger};
     use accord_proto::pb::record::v1 as pb;
-    use accord_proto::pb::work::v1::LedgerEntry;
     use rand::Rng;
-
-    struct Null;
-    impl Machine for Null {
-        type Input = ();
-        type Pending = ();
-        fn apply(&mut self, _: u64, _: &[u8; 32], _: &(), _: i64) -> Outcome {
-            Outcome {
-                applied: true,
-                ..Default::default()
-            }
-        }
-        fn restore(&mut self, _: &LedgerEntry) {}
-    }
 
     /// Prose-like text of `len` bytes: words drawn from a 256-word vocabulary (about 8 bits of
     /// entropy per word), so it compresses as text does, not as a repeated string would.
@@ -836,7 +853,7 @@ mod space {
         const N: u64 = 50_000;
         let dir = tempfile::tempdir().unwrap();
         let (clock, _) = crate::clock::Clock::manual(1_700_000_000_000);
-        let (ledger, writer) = Ledger::open(dir.path(), Null, 512, clock).unwrap();
+        let (ledger, writer) = Ledger::open(dir.path(), AcceptAll, 512, clock).unwrap();
         let signer =
             accord_proto::note::Signer::generate("acme/alice", &mut rand::rngs::OsRng).unwrap();
         let mut rng = rand::thread_rng();

@@ -150,56 +150,9 @@ pub fn leaf_hash(store: &Store, index: u64) -> Result<[u8; 32], Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::{Append, Ledger, Machine, Outcome};
+    use crate::ledger::{AcceptAll, Append, LeafScanNodes, Ledger, OneByOneNodes};
     use accord_proto::merkle::{MemoryTree, NodeSource};
     use accord_proto::pb::record::v1::SignedRecord;
-    use accord_proto::pb::work::v1::LedgerEntry;
-
-    /// Accepts every record: these tests are about the stored tree, not the kernel.
-    struct Null;
-
-    impl Machine for Null {
-        type Input = ();
-        type Pending = ();
-        fn apply(&mut self, _: u64, _: &[u8; 32], _: &(), _: i64) -> Outcome {
-            Outcome {
-                applied: true,
-                ..Default::default()
-            }
-        }
-        fn restore(&mut self, _: &LedgerEntry) {}
-    }
-
-    /// The stored tree with the levels below the cache computed from one range scan of their
-    /// leaves (`Store::tree_nodes_from_leaves`, the option `accordctl bench log` measures).
-    struct ProofNodes<'a>(&'a Store);
-
-    impl NodeSource for ProofNodes<'_> {
-        fn node(&self, level: u32, index: u64) -> Result<[u8; 32], accord_proto::Error> {
-            TreeNodes(self.0).node(level, index)
-        }
-
-        fn nodes(&self, addrs: &[(u32, u64)]) -> Result<Vec<[u8; 32]>, accord_proto::Error> {
-            let got = self.0.tree_nodes_from_leaves(addrs).expect("read");
-            addrs
-                .iter()
-                .zip(got)
-                .map(|(&(level, index), h)| {
-                    h.ok_or(accord_proto::Error::NodeUnavailable { level, index })
-                })
-                .collect()
-        }
-    }
-
-    /// The stored tree read one node at a time, as before issue 14's batched reads (the
-    /// trait's default `nodes`).
-    struct OneByOne<'a>(TreeNodes<'a>);
-
-    impl NodeSource for OneByOne<'_> {
-        fn node(&self, level: u32, index: u64) -> Result<[u8; 32], accord_proto::Error> {
-            self.0.node(level, index)
-        }
-    }
 
     async fn grow(ledger: &Ledger<()>, to: u64) {
         let mut from = ledger.len();
@@ -229,7 +182,7 @@ mod tests {
     }
 
     /// Proofs from the batched read paths (`TreeNodes::nodes`: the upper-level cache filled by
-    /// range scans, RocksDB multi-get below it; `ProofNodes`: the lower levels computed from
+    /// range scans, RocksDB multi-get below it; `LeafScanNodes`: the lower levels computed from
     /// scanned leaves) equal those read one node at a time and those of
     /// an in-memory tree over the same leaves, for every index and every older size, at sizes
     /// that are and are not powers of two — while the tree grows under a warm cache (nodes
@@ -237,8 +190,9 @@ mod tests {
     #[tokio::test]
     async fn batched_proofs_equal_one_by_one_reads() {
         let dir = tempfile::tempdir().unwrap();
-        let (ledger, writer) = Ledger::open(dir.path(), Null, 4096, crate::clock::Clock::system())
-            .expect("open ledger");
+        let (ledger, writer) =
+            Ledger::open(dir.path(), AcceptAll, 4096, crate::clock::Clock::system())
+                .expect("open ledger");
         let store = ledger.store().clone();
         let mut reference = MemoryTree::new();
         let sizes = [
@@ -254,8 +208,8 @@ mod tests {
             if size == 1025 {
                 store.flush_all().expect("flush");
             }
-            let (batched, plain) = (TreeNodes(&store), OneByOne(TreeNodes(&store)));
-            let scanned = ProofNodes(&store);
+            let (batched, plain) = (TreeNodes(&store), OneByOneNodes(&store));
+            let scanned = LeafScanNodes(&store);
             let want_root = reference.root();
             assert_eq!(root(&store, size).unwrap(), want_root, "root at {size}");
             assert_eq!(merkle::root(&plain, size).unwrap(), want_root);
@@ -301,7 +255,7 @@ mod tests {
             })
         ));
         assert!(store.tree_node(6, 64).unwrap().is_none());
-        let missing = ProofNodes(&store).nodes(&[(1, 10), (2, 1024), (0, 3)]);
+        let missing = LeafScanNodes(&store).nodes(&[(1, 10), (2, 1024), (0, 3)]);
         assert!(matches!(
             missing,
             Err(accord_proto::Error::NodeUnavailable {

@@ -186,4 +186,4 @@ async fn admit(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

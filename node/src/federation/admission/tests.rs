@@ -60,7 +60,8 @@ async fn receiver(acme_key: &Signer) -> Receiver {
     }
 }
 
-fn request(commitment: &str, declared_at: i64) -> Record {
+/// acme/alice requests `commitment` from globex/bob (shared with `federation::pipeline_tests`).
+pub(crate) fn request(commitment: &str, declared_at: i64) -> Record {
     Record {
         author: Some(pbr::PartyRef {
             organisation: "acme".into(),
@@ -84,11 +85,11 @@ fn request(commitment: &str, declared_at: i64) -> Record {
     }
 }
 
-/// The admission declarations in the ledger about `id`.
-fn declarations_about(node: &FedContext, id: &RecordId) -> Vec<u64> {
+/// The admission declarations in the ledger about `id` (their sequences).
+pub(crate) fn declarations_about(node: &FedContext, id: &RecordId) -> Vec<u64> {
     node.ledger
         .store()
-        .range(0, 10_000)
+        .range(0, 100_000)
         .unwrap()
         .into_iter()
         .filter(|e| {
