@@ -162,15 +162,14 @@ pub(crate) async fn open_with(
     let (ledger, writer) = tokio::task::spawn_blocking(move || {
         // Federation declares its own column families (the projection's come with its
         // machine); the ledger's store creates them.
-        crate::ledger::Store::with_tuning(block_cache_mib, || {
-            Ledger::open_with(
-                &data_dir,
-                crate::federation::db::CFS,
-                machine,
-                max_batch,
-                writer_clock,
-            )
-        })
+        Ledger::open_tuned(
+            &data_dir,
+            crate::federation::db::CFS,
+            block_cache_mib,
+            machine,
+            max_batch,
+            writer_clock,
+        )
     })
     .await
     .map_err(|e| Error::Internal(e.to_string()))??;

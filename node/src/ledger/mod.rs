@@ -103,6 +103,23 @@ impl<I: Send + 'static> Ledger<I> {
     pub fn open_with<M>(
         dir: &Path,
         extra: &[&str],
+        machine: M,
+        max_batch: usize,
+        clock: crate::clock::Clock,
+    ) -> Result<(Self, std::thread::JoinHandle<()>), Error>
+    where
+        M: Machine<Input = I>,
+    {
+        let default = crate::config::StorageConfig::default().block_cache_mib;
+        Self::open_tuned(dir, extra, default, machine, max_batch, clock)
+    }
+
+    /// [`Ledger::open_with`] with the store's block cache of `block_cache_mib` MiB
+    /// ([`Store::open_tuned`]; the node passes `[storage] block_cache_mib`).
+    pub fn open_tuned<M>(
+        dir: &Path,
+        extra: &[&str],
+        block_cache_mib: u64,
         mut machine: M,
         max_batch: usize,
         clock: crate::clock::Clock,
@@ -115,7 +132,7 @@ impl<I: Send + 'static> Ledger<I> {
             .chain(machine.column_families())
             .copied()
             .collect();
-        let store = Arc::new(Store::open(dir, &extra)?);
+        let store = Arc::new(Store::open_tuned(dir, &extra, block_cache_mib)?);
         let len = store.record_count()?;
         // The machine's persisted state reflects the records before its watermark (written in
         // the same synced batches); only the records after it are replayed, each chunk's derived

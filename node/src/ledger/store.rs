@@ -95,26 +95,6 @@ fn compression(name: &str) -> (DBCompressionType, DBCompressionType) {
     }
 }
 
-/// RocksDB's memory settings of a [`Store`] (`[storage]` of the config; issue 15: bounded
-/// memory). Taken by [`Store::open`] from [`Store::with_tuning`] (the ledger opens the store).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Tuning {
-    /// The block cache shared by every column family, MiB.
-    block_cache_mib: u64,
-}
-
-impl Default for Tuning {
-    fn default() -> Self {
-        Tuning {
-            block_cache_mib: crate::config::StorageConfig::default().block_cache_mib,
-        }
-    }
-}
-
-thread_local! {
-    static TUNING: std::cell::Cell<Option<Tuning>> = const { std::cell::Cell::new(None) };
-}
-
 /// The table options of every column family. Every index and filter block is charged to the
 /// block cache (issue 15: without it, each open table file keeps its whole index in the heap,
 /// outside any bound: RSS grew with the ledger, 909 MiB after 10,000 reads at 10^6 records);
@@ -164,7 +144,15 @@ pub fn tree_key(level: u32, index: u64) -> [u8; 9] {
 impl Store {
     /// Opens or creates the database with the ledger's column families and `extra` ones, owned
     /// by the modules that declare them (federation's: `federation::db::CFS`).
+    /// The block cache is the configuration's default (`[storage] block_cache_mib`).
     pub fn open(dir: &Path, extra: &[&str]) -> Result<Store, Error> {
+        let default = crate::config::StorageConfig::default().block_cache_mib;
+        Self::open_tuned(dir, extra, default)
+    }
+
+    /// [`Store::open`] with a block cache of `block_cache_mib` MiB shared by every column family
+    /// (`[storage] block_cache_mib`; issue 15: bounded memory).
+    pub fn open_tuned(dir: &Path, extra: &[&str], block_cache_mib: u64) -> Result<Store, Error> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::Storage(format!("create {}: {e}", dir.display())))?;
         let mut opts = Options::default();
@@ -180,8 +168,7 @@ impl Store {
         // default 64 MiB write buffer, times ~15 families, was unbounded in sum): past this the
         // largest memtable is flushed.
         opts.set_db_write_buffer_size(MEMTABLE_BUDGET);
-        let tuning = TUNING.with(|c| c.get()).unwrap_or_default();
-        let cache = rocksdb::Cache::new_lru_cache((tuning.block_cache_mib as usize) << 20);
+        let cache = rocksdb::Cache::new_lru_cache((block_cache_mib as usize) << 20);
         let cfs = CFS
             .iter()
             .chain(extra.iter().filter(|n| !CFS.contains(n)))
@@ -605,16 +592,6 @@ impl Store {
         self.db
             .put_cf_opt(self.cf("meta")?, key, value, &wo)
             .map_err(storage)
-    }
-
-    /// Runs `f` (which opens a [`Store`], e.g. through `Ledger::open_with`) with a block cache of
-    /// `block_cache_mib` MiB for the stores it opens on this thread (`[storage] block_cache_mib`;
-    /// [`Tuning::default`] otherwise).
-    pub fn with_tuning<T>(block_cache_mib: u64, f: impl FnOnce() -> T) -> T {
-        let before = TUNING.with(|c| c.replace(Some(Tuning { block_cache_mib })));
-        let r = f();
-        TUNING.with(|c| c.set(before));
-        r
     }
 
     /// RocksDB's memory, summed over every column family (issue 15: where a node's resident
