@@ -1,5 +1,11 @@
 //! `accord-node`: `init` a node directory, or `serve` one.
 
+/// mimalloc, not glibc malloc: the record path allocates on the async workers and frees on the
+/// ledger writer (and the reverse), which glibc's arenas handle poorly (issue 14, BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+
 use accord_daemon::logging::{self, LogFormat};
 use accord_node::{config::Config, init};
 use anyhow::Context;

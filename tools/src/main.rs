@@ -4,7 +4,13 @@
 //! (`accord-proto`). Everything that runs or talks to a node or witness sits behind the default
 //! cargo feature `node`, which links `accord-node` and `accord-witness` (and so RocksDB):
 //! `cargo build -p accordctl --no-default-features` is the offline verifier alone.
+
 #![forbid(unsafe_code)]
+
+/// mimalloc, not glibc malloc: the record path allocates on the async workers and frees on the
+/// ledger writer (and the reverse), which glibc's arenas handle poorly (issue 14, BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[cfg(feature = "node")]
 mod admin;

@@ -1,5 +1,11 @@
 //! The `accord-witness` binary: `init` and `serve` (see witness/README.md).
+
 #![forbid(unsafe_code)]
+
+/// mimalloc, not glibc malloc: the record path allocates on the async workers and frees on the
+/// ledger writer (and the reverse), which glibc's arenas handle poorly (issue 14, BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::path::PathBuf;
 
