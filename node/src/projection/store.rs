@@ -113,11 +113,6 @@ impl Writes {
         self.0.push((cf, key, Some(value)));
     }
 
-    /// Deletes `key` of column family `cf`.
-    pub fn delete(&mut self, cf: &'static str, key: Vec<u8>) {
-        self.0.push((cf, key, None));
-    }
-
     /// Moves every write into `batch`, in the order they were added.
     pub fn into_batch(self, store: &Store, batch: &mut Batch) -> Result<(), Error> {
         for (cf, key, value) in self.0 {
@@ -185,6 +180,14 @@ pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
     postcard::to_allocvec(v).unwrap_or_default()
 }
 
+/// [`encode`], appended to `buf` (a buffer the caller reuses: no allocation once it is large
+/// enough).
+pub fn encode_into<T: Serialize>(v: &T, buf: Vec<u8>) -> Vec<u8> {
+    // Extending a Vec cannot fail; on the impossible error the value is written empty, as in
+    // `encode`.
+    postcard::to_extend(v, buf).unwrap_or_default()
+}
+
 /// Decodes a value [`encode`] wrote (`what` names it in the error).
 pub fn decode<T: for<'de> Deserialize<'de>>(what: &str, v: &[u8]) -> Result<T, Error> {
     postcard::from_bytes(v).map_err(|e| corrupt(what, e))
@@ -209,7 +212,14 @@ pub fn decode_json<T: for<'de> Deserialize<'de>>(what: &str, v: &[u8]) -> Result
 pub struct Cache {
     inner: Mutex<CacheInner>,
     half: usize,
+    /// Where a retired generation goes to be freed: a thread of its own, so that freeing
+    /// thousands of commitments holds neither the cache's lock (readers wait on it) nor the
+    /// ledger writer, which publishes (issue 14: 9 % of the writer's time). `None`: the thread
+    /// could not start; generations are freed in place, after the lock is released.
+    retired: Option<std::sync::mpsc::Sender<Generation>>,
 }
+
+type Generation = HashMap<String, Arc<Stored>>;
 
 #[derive(Debug, Default)]
 struct CacheInner {
@@ -220,9 +230,12 @@ struct CacheInner {
 }
 
 impl CacheInner {
-    fn insert(&mut self, half: usize, id: String, s: Arc<Stored>) {
+    /// Inserts `s`; when the hot generation is full it becomes the cold one, and the cold one
+    /// it replaces is pushed to `retired` for the caller to free once the lock is released.
+    fn insert(&mut self, half: usize, id: String, s: Arc<Stored>, retired: &mut Vec<Generation>) {
         if self.hot.len() >= half && !self.hot.contains_key(&id) {
-            self.cold = std::mem::take(&mut self.hot);
+            let old = std::mem::replace(&mut self.cold, std::mem::take(&mut self.hot));
+            retired.push(old);
         }
         self.cold.remove(&id);
         self.hot.insert(id, s);
@@ -232,46 +245,78 @@ impl CacheInner {
 impl Cache {
     /// A cache of at most `cap` commitments (at least 2).
     pub fn new(cap: usize) -> Cache {
+        let (tx, rx) = std::sync::mpsc::channel::<Generation>();
+        // Ends when the cache (the only sender) is dropped.
+        let retired = std::thread::Builder::new()
+            .name("cache-free".into())
+            .spawn(move || while let Ok(g) = rx.recv() { drop(g) })
+            .ok()
+            .map(|_| tx);
         Cache {
             inner: Mutex::default(),
             half: (cap / 2).max(1),
+            retired,
+        }
+    }
+
+    /// Frees retired generations off the caller's thread (called with the lock released).
+    fn retire(&self, generations: Vec<Generation>) {
+        for g in generations {
+            if g.is_empty() {
+                continue;
+            }
+            match &self.retired {
+                Some(tx) => {
+                    // A send fails only when the thread is gone; the map is then freed here.
+                    let _ = tx.send(g);
+                }
+                None => drop(g),
+            }
         }
     }
 
     fn get(&self, id: &str) -> (Option<Arc<Stored>>, u64) {
-        let Ok(mut c) = self.inner.lock() else {
-            return (None, 0);
-        };
-        if let Some(s) = c.hot.get(id) {
-            return (Some(s.clone()), c.generation);
-        }
-        match c.cold.remove(id) {
-            Some(s) => {
-                let half = self.half;
-                c.insert(half, id.to_string(), s.clone());
-                (Some(s), c.generation)
+        let mut retired = Vec::new();
+        let found = {
+            let Ok(mut c) = self.inner.lock() else {
+                return (None, 0);
+            };
+            if let Some(s) = c.hot.get(id) {
+                return (Some(s.clone()), c.generation);
             }
-            None => (None, c.generation),
-        }
+            match c.cold.remove(id) {
+                Some(s) => {
+                    let half = self.half;
+                    c.insert(half, id.to_string(), s.clone(), &mut retired);
+                    (Some(s), c.generation)
+                }
+                None => (None, c.generation),
+            }
+        };
+        self.retire(retired);
+        found
     }
 
     fn insert_if(&self, generation: u64, id: &str, s: Arc<Stored>) {
+        let mut retired = Vec::new();
         if let Ok(mut c) = self.inner.lock()
             && c.generation == generation
         {
             let half = self.half;
-            c.insert(half, id.to_string(), s);
+            c.insert(half, id.to_string(), s, &mut retired);
         }
+        self.retire(retired);
     }
 
     /// Publishes synced values: replaces (or drops) them and refuses older reads in flight.
     pub fn publish(&self, changed: impl IntoIterator<Item = (String, Option<Arc<Stored>>)>) {
+        let mut retired = Vec::new();
         if let Ok(mut c) = self.inner.lock() {
             c.generation += 1;
             let half = self.half;
             for (id, s) in changed {
                 match s {
-                    Some(s) => c.insert(half, id, s),
+                    Some(s) => c.insert(half, id, s, &mut retired),
                     None => {
                         c.hot.remove(&id);
                         c.cold.remove(&id);
@@ -279,6 +324,7 @@ impl Cache {
                 }
             }
         }
+        self.retire(retired);
     }
 
     /// How many commitments it holds.

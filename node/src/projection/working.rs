@@ -58,6 +58,8 @@ pub struct Working {
     pub replayed: u64,
     /// Foreign organisations already in `pj_orgs` ([`super::restart`]).
     orgs: std::collections::HashSet<String>,
+    /// The buffer every changed commitment is encoded into at persist (kept between batches).
+    scratch: Vec<u8>,
 }
 
 impl Working {
@@ -307,31 +309,37 @@ impl Working {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
-        let mut writes = std::mem::take(&mut self.writes);
+        // The apply step's writes (history, readers, attention, ...) touch other column families
+        // than the commitments and their deadline index below, so their order does not matter.
+        std::mem::take(&mut self.writes).into_batch(st, batch)?;
         let mut changed = Vec::with_capacity(self.overlay.len());
+        // One buffer for every commitment's encoding, put straight into the batch (which copies
+        // it): no allocation, regrowth and second copy per commitment (issue 14: the writer's
+        // profile had 12 % in `to_allocvec` and 11 % in moving those vectors into the batch).
+        let mut buf = std::mem::take(&mut self.scratch);
         for (id, mut s) in std::mem::take(&mut self.overlay) {
             let due = next_due(&s.commitment, s.promise_due.is_some(), self.now);
             let base = self.base_due.get(&id).copied().flatten();
             if base != due {
                 if let Some(b) = base {
-                    writes.delete(store::DUE, store::due_key(b, &id));
+                    st.delete_extra(batch, store::DUE, &store::due_key(b, &id))?;
                 }
                 if let Some(d) = due {
-                    writes.put(store::DUE, store::due_key(d, &id), Vec::new());
+                    st.put_extra(batch, store::DUE, &store::due_key(d, &id), &[])?;
                 }
             }
             // Usually the only holder: set the due time in place rather than clone the state.
             Arc::make_mut(&mut s).due_ms = due;
-            writes.put(
-                store::COMMITMENTS,
-                id.as_bytes().to_vec(),
-                store::encode(&*s),
-            );
+            buf.clear();
+            buf = store::encode_into(&*s, buf);
+            st.put_extra(batch, store::COMMITMENTS, id.as_bytes(), &buf)?;
             self.inflight.insert(id.clone(), s.clone());
             changed.push((id, Some(s)));
         }
+        self.scratch = buf;
         self.base_due.clear();
         self.absent.clear();
+        let mut writes = store::Writes::default();
         for (id, r) in self.runs.changed() {
             writes.put(store::RUNS, id.as_bytes().to_vec(), store::encode_json(&r));
         }
