@@ -5,7 +5,6 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-
 use accord_daemon::logging::{self, LogFormat};
 use accord_node::{config::Config, init};
 use anyhow::Context;

@@ -78,22 +78,32 @@ impl std::fmt::Debug for Store {
 }
 
 /// Block compression of a column family (issue 15, item 5). Records (signed protobuf: names,
-/// text, JSON-ish payloads) and the other modules' values (JSON) compress; `ids` and `tree` hold
+/// text, JSON-ish payloads) and the other modules' values compress; `ids` and `tree` hold
 /// SHA-256 hashes, which do not, so compressing them would only cost CPU on every proof read.
-/// LZ4 on the upper levels keeps flushes and compactions cheap; the bottommost level, where cold
-/// data ends up, gets Zstandard for the better ratio. Both are compiled from source by the
-/// rocksdb crate's `lz4` and `zstd` features: no system library is needed.
+/// LZ4 on every level: Zstandard on the bottommost level (issue 15) saved about 10 % of the
+/// space but doubled the compaction threads' CPU, a fifth of a busy node's (issue 14: measured
+/// with `accordctl bench append`, BENCHMARKS.md); with 16 KiB blocks LZ4 takes less space than
+/// Zstandard on 4 KiB blocks did. Compiled from source by the rocksdb crate's `lz4` feature: no
+/// system library is needed.
 fn compression(name: &str) -> (DBCompressionType, DBCompressionType) {
     // The space measurement's baseline (`space::bytes_per_record`, test builds only).
     #[cfg(test)]
     if std::env::var_os("ACCORD_TEST_NO_COMPRESSION").is_some() {
         return (DBCompressionType::None, DBCompressionType::None);
     }
+    // The layout before issue 14 (Zstandard at the bottom), for the same comparison.
+    #[cfg(test)]
+    if std::env::var_os("ACCORD_TEST_ZSTD_BOTTOM").is_some() && !matches!(name, "ids" | "tree") {
+        return (DBCompressionType::Lz4, DBCompressionType::Zstd);
+    }
     match name {
         "ids" | "tree" => (DBCompressionType::None, DBCompressionType::None),
-        _ => (DBCompressionType::Lz4, DBCompressionType::Zstd),
+        _ => (DBCompressionType::Lz4, DBCompressionType::Lz4),
     }
 }
+
+/// The block size of compressed column families (see [`cf_options`]).
+const COMPRESSED_BLOCK_SIZE: usize = 16 << 10;
 
 /// The table options of every column family. Every index and filter block is charged to the
 /// block cache (issue 15: without it, each open table file keeps its whole index in the heap,
@@ -121,12 +131,25 @@ fn cf_options(name: &str, cache: &rocksdb::Cache) -> Options {
     if matches!(name, "ids" | "tree" | "pj_commitments" | "pj_readers") {
         b.set_bloom_filter(10.0, false);
     }
+    if upper != DBCompressionType::None {
+        // Compressed families get 16 KiB blocks (RocksDB's default is 4 KiB): a quarter of the
+        // per-block compression work (table building was the top of the compaction threads'
+        // profile) and a better ratio; the block cache holds blocks uncompressed, so hot point
+        // reads do not pay for the larger block (issue 14, BENCHMARKS.md "compaction").
+        b.set_block_size(COMPRESSED_BLOCK_SIZE);
+        // RocksDB's default block size, for the comparison in `bytes_per_record`.
+        #[cfg(test)]
+        if std::env::var_os("ACCORD_TEST_BLOCK_4K").is_some() {
+            b.set_block_size(4 << 10);
+        }
+    }
     o.set_block_based_table_factory(&b);
-    if name == "ids" {
+    if name == "ids" || name == "pj_commitments" {
         // Every new record's id is looked up before it is written (dedup), and almost every
         // lookup misses: a whole-key bloom filter on the memtable answers those misses without
         // a skiplist search of random 32-byte keys (issue 14: `FindGreaterOrEqual` and memcmp
-        // were the top of the writer's profile). Memory only; the files are unchanged.
+        // were the top of the writer's profile). Memory only; the files are unchanged. The same
+        // for the commitments: a new commitment's id is looked up once (absent) per batch.
         o.set_memtable_prefix_bloom_ratio(0.1);
         o.set_memtable_whole_key_filtering(true);
     }
@@ -265,6 +288,32 @@ impl Store {
                 break;
             }
             it.next();
+        }
+        it.status().map_err(storage)
+    }
+
+    /// [`Store::scan_extra`] from each of `froms` in turn, with one iterator (creating an
+    /// iterator per key cost more than the seek: issue 14, the federation router's per-record
+    /// quarantine lookups); `f` is told which start it is visiting and returns false to go on
+    /// to the next one.
+    pub fn scan_extra_each(
+        &self,
+        cf: &str,
+        froms: &[Vec<u8>],
+        mut f: impl FnMut(usize, &[u8], &[u8]) -> bool,
+    ) -> Result<(), Error> {
+        if froms.is_empty() {
+            return Ok(());
+        }
+        let mut it = self.db.raw_iterator_cf(self.extra_cf(cf)?);
+        for (i, from) in froms.iter().enumerate() {
+            it.seek(from);
+            while let (Some(k), Some(v)) = (it.key(), it.value()) {
+                if !f(i, k, v) {
+                    break;
+                }
+                it.next();
+            }
         }
         it.status().map_err(storage)
     }
@@ -783,6 +832,60 @@ fn u64_key(k: &[u8]) -> Result<u64, Error> {
 
 fn decode_entry(v: &[u8]) -> Result<LedgerEntry, Error> {
     LedgerEntry::decode(v).map_err(|e| Error::Storage(format!("corrupt ledger entry: {e}")))
+}
+
+#[cfg(test)]
+mod scan_tests {
+    use super::{Batch, Store};
+
+    /// One iterator over several starts visits, for each start, exactly the keys a scan from
+    /// it alone would, in order, and an empty list of starts visits nothing.
+    #[test]
+    fn scan_each_visits_every_start_like_a_scan_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &["x"]).unwrap();
+        let mut batch = Batch::default();
+        for k in ["a1", "a2", "b1", "c1", "c2", "c3"] {
+            store
+                .put_extra(&mut batch, "x", k.as_bytes(), b"v")
+                .unwrap();
+        }
+        store.write(batch, true).unwrap();
+        let froms: Vec<Vec<u8>> = ["c", "a", "z", "b"]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
+        let mut seen = Vec::new();
+        store
+            .scan_extra_each("x", &froms, |i, k, _| {
+                if !k.starts_with(&froms[i]) {
+                    return false;
+                }
+                seen.push((i, String::from_utf8(k.to_vec()).unwrap()));
+                true
+            })
+            .unwrap();
+        let want: Vec<(usize, String)> = [
+            (0, "c1"),
+            (0, "c2"),
+            (0, "c3"),
+            (1, "a1"),
+            (1, "a2"),
+            (3, "b1"),
+        ]
+        .iter()
+        .map(|(i, k)| (*i, k.to_string()))
+        .collect();
+        assert_eq!(seen, want);
+        let mut none = 0;
+        store
+            .scan_extra_each("x", &[], |_, _, _| {
+                none += 1;
+                true
+            })
+            .unwrap();
+        assert_eq!(none, 0);
+    }
 }
 
 #[cfg(test)]

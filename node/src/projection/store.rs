@@ -249,7 +249,11 @@ impl Cache {
         // Ends when the cache (the only sender) is dropped.
         let retired = std::thread::Builder::new()
             .name("cache-free".into())
-            .spawn(move || while let Ok(g) = rx.recv() { drop(g) })
+            .spawn(move || {
+                while let Ok(g) = rx.recv() {
+                    drop(g)
+                }
+            })
             .ok()
             .map(|_| tx);
         Cache {
