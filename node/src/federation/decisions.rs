@@ -333,24 +333,6 @@ impl Decisions {
             .collect())
     }
 
-    /// [`Decisions::waiters`] of every id in `ids`, together (one storage iterator).
-    pub fn waiters_of(&self, ids: &[RecordId]) -> Result<Vec<RecordId>, Error> {
-        let prefixes: Vec<Vec<u8>> = ids.iter().map(|id| db::prefix(&[b"w", id])).collect();
-        let mut out = Vec::new();
-        self.store
-            .scan_extra_each(QUARANTINE, &prefixes, |i, k, _| {
-                let p = &prefixes[i];
-                if !k.starts_with(p) {
-                    return false;
-                }
-                if let Ok(id) = k[p.len()..].try_into() {
-                    out.push(id);
-                }
-                true
-            })?;
-        Ok(out)
-    }
-
     /// The records of `commitment` quarantined (waiting for their basis), with their
     /// quarantine order, oldest first.
     pub fn quarantined_in(&self, commitment: &str) -> Result<Vec<(u64, RecordId)>, Error> {

@@ -120,11 +120,6 @@ impl Quarantine {
         self.decisions.waiters(id)
     }
 
-    /// [`Quarantine::waiters`] of every id in `ids`, together.
-    pub fn waiters_of(&self, ids: &[RecordId]) -> Result<Vec<RecordId>, crate::error::Error> {
-        self.decisions.waiters_of(ids)
-    }
-
     /// Asks the quarantine task to look at these records again.
     pub fn wake(&self, ids: impl IntoIterator<Item = RecordId>) {
         for id in ids {

@@ -158,20 +158,11 @@ fn step(cx: &FedContext, from: u64, to: u64) -> Result<Routed, Error> {
     let mut queued = BTreeMap::new();
     let mut wake = Vec::new();
     let now = cx.clock.now_ms();
-    let ids: Vec<(&LedgerEntry, RecordId)> = entries
-        .iter()
-        .filter_map(|e| Some((e, <RecordId>::try_from(e.record_id.as_ref()).ok()?)))
-        .collect();
-    let just_ids: Vec<RecordId> = ids.iter().map(|(_, id)| *id).collect();
-    wake.extend(fed.quarantine.waiters_of(&just_ids)?);
-    // With no peer there is nowhere to route (a peer added later is routed from then on, as
-    // it would be had the router already passed these records): skip decoding every record
-    // and reading its commitment (issue 14: the router's reads on a node without peers).
-    let any_peer = !fed.peers.list().is_empty();
-    for (e, id) in ids {
-        if !any_peer {
+    for e in &entries {
+        let Ok(id) = <RecordId>::try_from(e.record_id.as_ref()) else {
             continue;
-        }
+        };
+        wake.extend(fed.quarantine.waiters(&id)?);
         for peer in destinations(cx, e) {
             let item = Item {
                 ledger_seq: e.sequence,

@@ -293,32 +293,6 @@ impl Store {
         it.status().map_err(storage)
     }
 
-    /// [`Store::scan_extra`] from each of `froms` in turn, with one iterator (creating an
-    /// iterator per key cost more than the seek: issue 14, the federation router's per-record
-    /// quarantine lookups); `f` is told which start it is visiting and returns false to go on
-    /// to the next one.
-    pub fn scan_extra_each(
-        &self,
-        cf: &str,
-        froms: &[Vec<u8>],
-        mut f: impl FnMut(usize, &[u8], &[u8]) -> bool,
-    ) -> Result<(), Error> {
-        if froms.is_empty() {
-            return Ok(());
-        }
-        let mut it = self.db.raw_iterator_cf(self.extra_cf(cf)?);
-        for (i, from) in froms.iter().enumerate() {
-            it.seek(from);
-            while let (Some(k), Some(v)) = (it.key(), it.value()) {
-                if !f(i, k, v) {
-                    break;
-                }
-                it.next();
-            }
-        }
-        it.status().map_err(storage)
-    }
-
     /// Visits the entries of an extra column family in reverse key order from the last key
     /// `<= from` while `f` returns true.
     pub fn scan_extra_rev(
@@ -833,60 +807,6 @@ fn u64_key(k: &[u8]) -> Result<u64, Error> {
 
 fn decode_entry(v: &[u8]) -> Result<LedgerEntry, Error> {
     LedgerEntry::decode(v).map_err(|e| Error::Storage(format!("corrupt ledger entry: {e}")))
-}
-
-#[cfg(test)]
-mod scan_tests {
-    use super::{Batch, Store};
-
-    /// One iterator over several starts visits, for each start, exactly the keys a scan from
-    /// it alone would, in order, and an empty list of starts visits nothing.
-    #[test]
-    fn scan_each_visits_every_start_like_a_scan_of_its_own() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &["x"]).unwrap();
-        let mut batch = Batch::default();
-        for k in ["a1", "a2", "b1", "c1", "c2", "c3"] {
-            store
-                .put_extra(&mut batch, "x", k.as_bytes(), b"v")
-                .unwrap();
-        }
-        store.write(batch, true).unwrap();
-        let froms: Vec<Vec<u8>> = ["c", "a", "z", "b"]
-            .iter()
-            .map(|s| s.as_bytes().to_vec())
-            .collect();
-        let mut seen = Vec::new();
-        store
-            .scan_extra_each("x", &froms, |i, k, _| {
-                if !k.starts_with(&froms[i]) {
-                    return false;
-                }
-                seen.push((i, String::from_utf8(k.to_vec()).unwrap()));
-                true
-            })
-            .unwrap();
-        let want: Vec<(usize, String)> = [
-            (0, "c1"),
-            (0, "c2"),
-            (0, "c3"),
-            (1, "a1"),
-            (1, "a2"),
-            (3, "b1"),
-        ]
-        .iter()
-        .map(|(i, k)| (*i, k.to_string()))
-        .collect();
-        assert_eq!(seen, want);
-        let mut none = 0;
-        store
-            .scan_extra_each("x", &[], |_, _, _| {
-                none += 1;
-                true
-            })
-            .unwrap();
-        assert_eq!(none, 0);
-    }
 }
 
 #[cfg(test)]
