@@ -7,8 +7,7 @@
 
 #![forbid(unsafe_code)]
 
-/// mimalloc, not glibc malloc: the record path allocates on the async workers and frees on the
-/// ledger writer (and the reverse), which glibc's arenas handle poorly (issue 14, BENCHMARKS.md).
+/// mimalloc, as in `accord-node` (ARCHITECTURE.md, "Allocator and CPU features").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

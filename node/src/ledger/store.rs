@@ -83,7 +83,7 @@ impl std::fmt::Debug for Store {
 /// LZ4 on the upper levels keeps flushes cheap; the bottommost level gets Zstandard for the
 /// better ratio (on prose-like records LZ4 alone took 12 % more space). With dynamic level
 /// sizing every L0 compaction writes the bottommost level, so its cost is every compaction's:
-/// 16 KiB blocks (see [`cf_options`]) halve it. Both codecs are compiled from source by the
+/// 16 KiB blocks (see [`cf_options`]) cut it by 43 %. Both codecs are compiled from source by the
 /// rocksdb crate's `lz4` and `zstd` features: no system library is needed.
 fn compression(name: &str) -> (DBCompressionType, DBCompressionType) {
     // The space measurement's baseline (`space::bytes_per_record`, test builds only).
@@ -133,11 +133,6 @@ fn cf_options(name: &str, cache: &rocksdb::Cache) -> Options {
         // cache holds blocks uncompressed, so hot point reads do not pay for the larger block
         // (issue 14, BENCHMARKS.md "Issue 14, session 7").
         b.set_block_size(COMPRESSED_BLOCK_SIZE);
-        // RocksDB's default block size, for the comparison in `bytes_per_record`.
-        #[cfg(test)]
-        if std::env::var_os("ACCORD_TEST_BLOCK_4K").is_some() {
-            b.set_block_size(4 << 10);
-        }
     }
     o.set_block_based_table_factory(&b);
     if name == "ids" || name == "pj_commitments" {

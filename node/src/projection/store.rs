@@ -104,22 +104,19 @@ pub use crate::runs::StoredRun;
 #[derive(Debug, Default)]
 pub struct Writes(Vec<Write>);
 
-/// One write: column family, key, and the value (`None`: delete).
-type Write = (&'static str, Vec<u8>, Option<Vec<u8>>);
+/// One write: column family, key, and the value.
+type Write = (&'static str, Vec<u8>, Vec<u8>);
 
 impl Writes {
     /// Puts `value` at `key` of column family `cf`.
     pub fn put(&mut self, cf: &'static str, key: Vec<u8>, value: Vec<u8>) {
-        self.0.push((cf, key, Some(value)));
+        self.0.push((cf, key, value));
     }
 
     /// Moves every write into `batch`, in the order they were added.
     pub fn into_batch(self, store: &Store, batch: &mut Batch) -> Result<(), Error> {
         for (cf, key, value) in self.0 {
-            match value {
-                Some(v) => store.put_extra(batch, cf, &key, &v)?,
-                None => store.delete_extra(batch, cf, &key)?,
-            }
+            store.put_extra(batch, cf, &key, &value)?;
         }
         Ok(())
     }
