@@ -140,9 +140,15 @@ async fn verify_passes_on_a_real_ledger_and_names_the_first_altered_sequence() {
     );
     assert!(v["difference"].is_null(), "{v}");
 
-    // A leaf hash (tree level 0, index 3) flipped on disk: reported at sequence 3.
-    let mut key = vec![0u8];
-    key.extend_from_slice(&3u64.to_be_bytes());
+    // A leaf hash (tree level 0, index 3) flipped on disk: reported at sequence 3. The levels
+    // below 6 are keyed by 64-leaf tile: 0x80 ‖ tile (u64 BE) ‖ level ‖ offset in the tile.
+    let tile_key = |level: u8, offset: u8| {
+        let mut key = vec![0x80u8];
+        key.extend_from_slice(&0u64.to_be_bytes());
+        key.extend_from_slice(&[level, offset]);
+        key
+    };
+    let key = tile_key(0, 3);
     let old = alter(&data, "tree", &key, |v| {
         let mut v = v.to_vec();
         v[0] ^= 1;
@@ -155,8 +161,7 @@ async fn verify_passes_on_a_real_ledger_and_names_the_first_altered_sequence() {
     put_back(&data, "tree", &key, &old);
     // An inner node (level 1, index 0: leaves 0 and 1) altered: reported at sequence 1, whose
     // leaf completed it.
-    let mut key = vec![1u8];
-    key.extend_from_slice(&0u64.to_be_bytes());
+    let key = tile_key(1, 0);
     let old = alter(&data, "tree", &key, |v| {
         let mut v = v.to_vec();
         v[31] ^= 0x80;

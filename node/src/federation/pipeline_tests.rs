@@ -40,19 +40,23 @@ struct Call {
 struct Pipe {
     to: OnceLock<Arc<Node>>,
     chain: Vec<CertificateDer<'static>>,
-    /// The index of the `Deliver` call whose answer is lost (once the next call was answered).
-    lose: Option<usize>,
+    /// The first `Deliver` call whose envelope starts with this record has its answer lost, once
+    /// the call the sender made after it (the one naming it as `previous`) was answered. Named
+    /// by record, not by call index: with several envelopes in flight their calls may reach the
+    /// transport in another order than the sender made them.
+    lose: Mutex<Option<RecordId>>,
     calls: Mutex<Vec<Call>>,
-    answered: tokio::sync::watch::Sender<HashSet<usize>>,
+    /// The `previous_first_sequence` of every answered call.
+    answered: tokio::sync::watch::Sender<HashSet<Option<u64>>>,
     in_flight: Mutex<(usize, usize)>,
 }
 
 impl Pipe {
-    fn new(chain: Vec<CertificateDer<'static>>, lose: Option<usize>) -> Arc<Pipe> {
+    fn new(chain: Vec<CertificateDer<'static>>) -> Arc<Pipe> {
         Arc::new(Pipe {
             to: OnceLock::new(),
             chain,
-            lose,
+            lose: Mutex::new(None),
             calls: Mutex::new(Vec::new()),
             answered: tokio::sync::watch::Sender::new(HashSet::new()),
             in_flight: Mutex::new((0, 0)),
@@ -87,16 +91,25 @@ impl PeerTransport for Pipe {
                 .envelope
                 .ok_or_else(|| Status::invalid_argument("none"))?;
             let env = Envelope::decode(signed.payload.as_ref()).unwrap();
+            let ids: Vec<RecordId> = env
+                .records
+                .iter()
+                .map(|r| signing::record_id(&r.payload_type, &r.payload))
+                .collect();
+            let lose = {
+                let mut lose = self.lose.lock().unwrap();
+                let hit = lose.is_some() && ids.first() == lose.as_ref();
+                if hit {
+                    *lose = None;
+                }
+                hit
+            };
             let n = {
                 let mut calls = self.calls.lock().unwrap();
                 calls.push(Call {
                     first: env.first_sequence,
                     previous: env.previous_first_sequence,
-                    ids: env
-                        .records
-                        .iter()
-                        .map(|r| signing::record_id(&r.payload_type, &r.payload))
-                        .collect(),
+                    ids,
                     answer: None,
                 });
                 calls.len() - 1
@@ -111,16 +124,17 @@ impl PeerTransport for Pipe {
             self.in_flight.lock().unwrap().0 -= 1;
             let resp = r.map_err(Status::from)?;
             self.calls.lock().unwrap()[n].answer = Some(resp.clone());
-            if self.lose == Some(n) {
+            if lose {
                 // The receiver decided it; its answer is lost once the next envelope's is back
                 // (bounded wait: the test's assertions say whether that happened).
                 let mut rx = self.answered.subscribe();
-                let next = rx.wait_for(|a| a.contains(&(n + 1)));
+                let first = Some(env.first_sequence);
+                let next = rx.wait_for(|a| a.contains(&first));
                 let _ = tokio::time::timeout(Duration::from_secs(30), next).await;
                 return Err(Status::unavailable("answer lost"));
             }
             self.answered.send_modify(|a| {
-                a.insert(n);
+                a.insert(env.previous_first_sequence);
             });
             Ok(resp)
         })
@@ -167,7 +181,7 @@ struct Org {
 }
 
 /// `acme` (party alice) sending to `globex` (party bob): envelopes of `batch` records, up to
-/// `window` in flight; the answer of `acme`'s `Deliver` call number `lose` is lost.
+/// `window` in flight (`to_globex.lose` names an envelope whose answer is lost).
 struct Pair {
     acme: Org,
     globex: Org,
@@ -175,7 +189,7 @@ struct Pair {
     _tmp: tempfile::TempDir,
 }
 
-async fn pair(batch: usize, window: usize, lose: Option<usize>) -> Pair {
+async fn pair(batch: usize, window: usize) -> Pair {
     let tmp = tempfile::tempdir().unwrap();
     let mut made = Vec::new();
     for (name, party) in [("acme", "alice"), ("globex", "bob")] {
@@ -211,8 +225,8 @@ async fn pair(batch: usize, window: usize, lose: Option<usize>) -> Pair {
     let (p_acme, p_globex) = (peer_of(0, "acme"), peer_of(1, "globex"));
     made[0].0.peers = vec![p_globex];
     made[1].0.peers = vec![p_acme];
-    let to_globex = Pipe::new(made[0].3.clone(), lose);
-    let to_acme = Pipe::new(made[1].3.clone(), None);
+    let to_globex = Pipe::new(made[0].3.clone());
+    let to_acme = Pipe::new(made[1].3.clone());
     let mut orgs = Vec::new();
     for ((config, _, party, _, _), pipe) in made.into_iter().zip([&to_globex, &to_acme]) {
         config.validate().unwrap();
@@ -309,7 +323,7 @@ fn by_record(resp: &DeliverResponse) -> Vec<(Vec<u8>, Signed)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipelined_envelopes_deliver_every_record_once_in_order() {
-    let p = pair(4, 3, None).await;
+    let p = pair(4, 3).await;
     let ids = submit(&p.acme, 24).await;
     deliver_all(&p).await;
 
@@ -321,9 +335,16 @@ async fn pipelined_envelopes_deliver_every_record_once_in_order() {
         p.to_globex.most_in_flight() >= 2,
         "never more than one envelope in flight"
     );
-    for w in calls.windows(2) {
-        if let Some(prev) = w[1].previous {
-            assert_eq!(prev, w[0].first, "{calls:?}");
+    // Each names the envelope whose records come just before its own (calls are listed as they
+    // reached the transport, which with several in flight need not be the order they were made).
+    let at = |id: &RecordId| ids.iter().position(|i| i == id).unwrap();
+    for c in &calls {
+        if let Some(prev) = c.previous {
+            let before = calls
+                .iter()
+                .find(|b| b.first == prev)
+                .unwrap_or_else(|| panic!("previous {prev} was never sent: {calls:?}"));
+            assert_eq!(at(before.ids.last().unwrap()) + 1, at(&c.ids[0]), "{calls:?}");
         }
     }
     // Every record reached globex once, in acme's order, and was admitted once.
@@ -348,30 +369,44 @@ async fn pipelined_envelopes_deliver_every_record_once_in_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_before_a_lost_one_is_not_acknowledged_and_the_resend_gets_the_same_receipts() {
-    // Call 1 (the second envelope, records 4..8) is decided at globex but its answer is lost
-    // after call 2 (records 8..12) was answered: acme must not acknowledge call 2's answer
-    // before call 1's, so it starts again from call 1's records.
-    let p = pair(4, 3, Some(1)).await;
+    // The second envelope (records 4..8) is decided at globex but its answer is lost after the
+    // third (records 8..12, sent after it) was answered: acme must not acknowledge the third's
+    // answer before the second's, so it starts again from the second's records.
+    let p = pair(4, 3).await;
     let ids = submit(&p.acme, 16).await;
+    *p.to_globex.lose.lock().unwrap() = Some(ids[4]);
     deliver_all(&p).await;
 
     let calls = p.to_globex.calls();
     assert!(calls.len() >= 4, "{calls:?}");
-    assert_eq!(calls[1].ids, ids[4..8]);
-    assert_eq!(calls[2].ids, ids[8..12]);
-    assert_eq!(calls[2].previous, Some(calls[1].first));
-    let answered2 = calls[2].answer.clone().expect("call 2 was answered");
-    // After the loss, delivery starts again at the head: call 1's records, then call 2's again.
-    let resent: Vec<&Call> = calls[3..]
+    // Calls are numbered as they reached the transport; find them by content instead.
+    let lost = calls
         .iter()
-        .filter(|c| c.ids.iter().any(|id| ids[4..12].contains(id)))
+        .position(|c| c.ids.first() == Some(&ids[4]))
+        .expect("the second envelope was sent");
+    assert_eq!(calls[lost].ids, ids[4..8]);
+    let next = calls
+        .iter()
+        .position(|c| c.previous == Some(calls[lost].first))
+        .expect("an envelope was sent after the second");
+    assert_eq!(calls[next].ids, ids[8..12]);
+    let answered = calls[next].answer.clone().expect("the third envelope was answered");
+    // After the loss, delivery starts again at the head: the second envelope's records, then
+    // the third's again.
+    let resent: Vec<&Call> = calls
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| {
+            *i > lost && *i != next && c.ids.iter().any(|id| ids[4..12].contains(id))
+        })
+        .map(|(_, c)| c)
         .collect();
     // (An envelope already in flight behind the lost one may still be answered first; what
     // matters is that delivery goes back to the lost envelope's records.)
     assert!(
         resent
             .iter()
-            .any(|c| c.first == calls[1].first && c.ids[0] == ids[4]),
+            .any(|c| c.first == calls[lost].first && c.ids[0] == ids[4]),
         "{calls:?}"
     );
     let again: Vec<(Vec<u8>, Signed)> = resent
@@ -380,7 +415,7 @@ async fn an_answer_before_a_lost_one_is_not_acknowledged_and_the_resend_gets_the
         .flat_map(by_record)
         .collect();
     // The re-sent records of the answered-but-unacknowledged envelope get the same receipts.
-    for (id, receipt) in by_record(&answered2) {
+    for (id, receipt) in by_record(&answered) {
         let same = again.iter().find(|(i, _)| *i == id).expect("re-sent");
         assert_eq!(same.1, receipt, "a re-sent record got another receipt");
     }
@@ -398,7 +433,7 @@ async fn an_answer_before_a_lost_one_is_not_acknowledged_and_the_resend_gets_the
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_receiver_decides_a_pipelined_envelope_only_after_the_one_before() {
-    let p = pair(4, 3, None).await;
+    let p = pair(4, 3).await;
     let ids = submit(&p.acme, 8).await;
     let a = &p.acme.node.fed;
     let peer = a.federation.peers.get("globex").unwrap();

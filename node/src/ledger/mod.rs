@@ -16,6 +16,7 @@
 mod encode;
 mod machine;
 mod store;
+mod tiles;
 mod writer;
 
 pub use machine::{AcceptAll, AppendResult, Machine, Outcome};

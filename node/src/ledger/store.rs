@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | `records` | sequence (u64 BE) | `LedgerEntry` (protobuf) |
 //! | `ids` | record id (32 bytes) | sequence (u64 BE) |
-//! | `tree` | level (u8) ‖ index (u64 BE) | the perfect-subtree hash over leaves `[index·2^level, (index+1)·2^level)` |
+//! | `tree` | levels ≥ 6: level (u8) ‖ index (u64 BE); below: by 64-leaf tile ([`super::tiles`]) | the perfect-subtree hash over leaves `[index·2^level, (index+1)·2^level)` |
 //! | `meta` | name | value (checkpoints, counters) |
 //! | others | declared by their owner at open ([`Store::open`]'s `extra`; federation's in `federation::db::CFS`) |
 //!
@@ -23,6 +23,9 @@ use accord_proto::signing::RecordId;
 use prost::Message;
 use rocksdb::{BlockBasedOptions, ColumnFamilyDescriptor, DB, DBCompressionType, Options};
 use std::path::Path;
+
+pub use super::tiles::tree_key;
+use super::tiles::{TreeKey, parse_key};
 
 /// The ledger's own column families, created on open.
 pub const CFS: &[&str] = &["records", "ids", "tree", "meta"];
@@ -126,12 +129,14 @@ fn cf_options(name: &str, cache: &rocksdb::Cache) -> Options {
     if matches!(name, "ids" | "tree" | "pj_commitments" | "pj_readers") {
         b.set_bloom_filter(10.0, false);
     }
-    if upper != DBCompressionType::None {
+    if upper != DBCompressionType::None || name == "tree" {
         // Compressed families get 16 KiB blocks (RocksDB's default is 4 KiB): a quarter of the
         // per-block Zstandard work (building its tables was the top of the compaction threads'
         // profile: compaction CPU 6.9 s → 3.9 s in one bench run) and a better ratio; the block
         // cache holds blocks uncompressed, so hot point reads do not pay for the larger block
-        // (issue 14, BENCHMARKS.md "Issue 14, session 7").
+        // (issue 14, BENCHMARKS.md "Issue 14, session 7"). The tree too: one 64-leaf tile's
+        // nodes take about 4.7 KiB, so with 16 KiB blocks most proofs read the lower half of
+        // their path from one block (`super::tiles`).
         b.set_block_size(COMPRESSED_BLOCK_SIZE);
     }
     o.set_block_based_table_factory(&b);
@@ -145,14 +150,6 @@ fn cf_options(name: &str, cache: &rocksdb::Cache) -> Options {
         o.set_memtable_whole_key_filtering(true);
     }
     o
-}
-
-/// Key of a tree node.
-pub fn tree_key(level: u32, index: u64) -> [u8; 9] {
-    let mut k = [0u8; 9];
-    k[0] = level as u8;
-    k[1..].copy_from_slice(&index.to_be_bytes());
-    k
 }
 
 impl Store {
@@ -193,6 +190,13 @@ impl Store {
             .chain(extra.iter().filter(|n| !CFS.contains(n)))
             .map(|n| ColumnFamilyDescriptor::new(*n, cf_options(n, &cache)));
         let db = DB::open_cf_descriptors(&opts, dir, cfs).map_err(storage)?;
+        let tree = db
+            .cf_handle("tree")
+            .ok_or_else(|| Error::Internal("missing column family tree".into()))?;
+        let moved = super::tiles::migrate(&db, tree)?;
+        if moved > 0 {
+            tracing::info!(nodes = moved, "tree: lower levels moved to the tile layout");
+        }
         Ok(Store {
             db,
             upper: Default::default(),
@@ -410,7 +414,7 @@ impl Store {
     pub fn tree_nodes(&self, addrs: &[(u32, u64)]) -> Result<Vec<Option<[u8; 32]>>, Error> {
         let mut out = vec![None; addrs.len()];
         let mut upper_missed = Vec::new();
-        let mut lower: Vec<([u8; 9], usize)> = Vec::new();
+        let mut lower: Vec<(TreeKey, usize)> = Vec::new();
         {
             let levels = self.upper.read();
             for (i, &(level, index)) in addrs.iter().enumerate() {
@@ -458,7 +462,7 @@ impl Store {
     fn fill_upper(&self, level: u32, index: u64) -> Result<Option<[u8; 32]>, Error> {
         let end = (index | (UPPER_FILL - 1)).saturating_add(1);
         let mut ro = rocksdb::ReadOptions::default();
-        ro.set_iterate_upper_bound(tree_key(level, end).to_vec());
+        ro.set_iterate_upper_bound(tree_key(level, end).as_ref().to_vec());
         let mut it = self.db.raw_iterator_cf_opt(self.cf("tree")?, ro);
         it.seek(tree_key(level, index));
         let mut found = Vec::new();
@@ -525,15 +529,17 @@ impl Store {
         Ok(out)
     }
 
-    /// The stored leaf hashes `[lo, hi)`, in order, stopping at the first one missing.
+    /// The stored leaf hashes `[lo, hi)` (within one tile), in order, stopping at the first one
+    /// missing.
     fn scan_leaves(&self, lo: u64, hi: u64) -> Result<Vec<[u8; 32]>, Error> {
         let mut ro = rocksdb::ReadOptions::default();
-        ro.set_iterate_upper_bound(tree_key(0, hi).to_vec());
+        ro.set_iterate_upper_bound(tree_key(0, hi).as_ref().to_vec());
         let mut it = self.db.raw_iterator_cf_opt(self.cf("tree")?, ro);
         it.seek(tree_key(0, lo));
         let mut out = Vec::with_capacity((hi - lo) as usize);
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
-            if u64_key(k.get(1..).unwrap_or_default())? != lo + out.len() as u64 {
+            // A tile's leaves come first, then its inner nodes (the layout of `super::tiles`).
+            if parse_key(k) != Some((0, lo + out.len() as u64)) {
                 break;
             }
             out.push(tree_hash(v)?);
