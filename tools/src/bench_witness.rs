@@ -74,6 +74,34 @@ impl BenchAlg {
     }
 }
 
+/// CPU seconds this process has used so far, all threads (`utime + stime` of /proc/self/stat,
+/// in USER_HZ = 100 ticks a second, the Linux ABI's fixed unit); `None` where /proc is absent.
+fn process_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces; the fields after its closing parenthesis
+    // start at field 3 (state), so utime and stime (fields 14 and 15) are the 12th and 13th.
+    let rest = stat.rsplit_once(')')?.1;
+    let mut f = rest.split_whitespace().skip(11);
+    let utime: f64 = f.next()?.parse().ok()?;
+    let stime: f64 = f.next()?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
+/// What one key type's add-checkpoint phases measured.
+#[derive(Debug, Clone, Copy)]
+struct Rates {
+    /// add-checkpoint/s, one origin's chain alone.
+    one: f64,
+    /// add-checkpoint/s, the other origins' chains at once.
+    many: f64,
+    /// The many-origins phase's add-checkpoints per CPU second of this process (the witness's
+    /// work: the requests are built before the clock starts, so the callers cost next to
+    /// nothing): the witness's rate per core, whatever the number of cores it had.
+    many_per_cpu_s: Option<f64>,
+    /// Cores the process kept busy in that phase, on average.
+    many_cores: Option<f64>,
+}
+
 /// add-checkpoint/s for one origin alone and for the other origins concurrently, on a fresh
 /// witness with the keys of `alg`.
 async fn add_checkpoint_rates(
@@ -82,7 +110,7 @@ async fn add_checkpoint_rates(
     logs: &[Signer],
     chains: &[Vec<AddCheckpoint>],
     per_origin: u64,
-) -> Result<(f64, f64)> {
+) -> Result<Rates> {
     let witness = Arc::new(Witness::open(WitnessOptions {
         data_dir: dir.join(format!("witness-{}", alg.name())),
         cosigners: alg.cosigners("bench.example/witness")?,
@@ -102,6 +130,7 @@ async fn add_checkpoint_rates(
     let one = per_origin as f64 / t.elapsed().as_secs_f64();
 
     // Several origins at once (each origin's requests are serialised by the witness).
+    let cpu0 = process_cpu_s();
     let t = Instant::now();
     let mut tasks = Vec::new();
     for c in chains.iter().skip(1) {
@@ -116,8 +145,18 @@ async fn add_checkpoint_rates(
     for t in tasks {
         t.await??;
     }
-    let many = ((chains.len() - 1) as u64 * per_origin) as f64 / t.elapsed().as_secs_f64();
-    Ok((one, many))
+    let secs = t.elapsed().as_secs_f64();
+    let cpu = match (cpu0, process_cpu_s()) {
+        (Some(a), Some(b)) if b > a => Some(b - a),
+        _ => None,
+    };
+    let done = ((chains.len() - 1) as u64 * per_origin) as f64;
+    Ok(Rates {
+        one,
+        many: done / secs,
+        many_per_cpu_s: cpu.map(|c| done / c),
+        many_cores: cpu.map(|c| c / secs),
+    })
 }
 
 /// A log's checkpoints, each with its consistency proof from the previous one.
@@ -286,9 +325,8 @@ pub async fn run(mut a: WitnessArgs, mut out: crate::output::Output) -> Result<(
     };
     let mut rates = Vec::new();
     for &alg in algs {
-        let (one, many) =
-            add_checkpoint_rates(tmp.path(), alg, &logs, &chains, a.checkpoints).await?;
-        rates.push((alg, one, many));
+        let r = add_checkpoint_rates(tmp.path(), alg, &logs, &chains, a.checkpoints).await?;
+        rates.push((alg, r));
     }
 
     // recorded → witnessed with the default checkpoint interval and two witnesses.
@@ -361,14 +399,16 @@ pub async fn run(mut a: WitnessArgs, mut out: crate::output::Output) -> Result<(
 
     let origins = chains.len() - 1;
     if out == crate::output::Output::Json {
-        let (_, one, many) = rates[0];
+        let r = rates[0].1;
         let by_alg: serde_json::Map<String, serde_json::Value> = rates
             .iter()
-            .map(|(alg, one, many)| {
+            .map(|(alg, r)| {
                 (
                     alg.name().to_owned(),
-                    serde_json::json!({"add_checkpoint_per_s_one_origin": one,
-                        "add_checkpoint_per_s_many_origins": many}),
+                    serde_json::json!({"add_checkpoint_per_s_one_origin": r.one,
+                        "add_checkpoint_per_s_many_origins": r.many,
+                        "add_checkpoint_per_cpu_s_many_origins": r.many_per_cpu_s,
+                        "cores_busy_many_origins": r.many_cores}),
                 )
             })
             .collect();
@@ -377,8 +417,10 @@ pub async fn run(mut a: WitnessArgs, mut out: crate::output::Output) -> Result<(
             "checkpoints_per_origin": a.checkpoints,
             "origins": origins,
             "alg": rates[0].0.name(),
-            "add_checkpoint_per_s_one_origin": one,
-            "add_checkpoint_per_s_many_origins": many,
+            "add_checkpoint_per_s_one_origin": r.one,
+            "add_checkpoint_per_s_many_origins": r.many,
+            "add_checkpoint_per_cpu_s_many_origins": r.many_per_cpu_s,
+            "cores_busy_many_origins": r.many_cores,
             "by_alg": by_alg,
             "recorded_to_witnessed_p50_ms": p50,
             "recorded_to_witnessed_p99_ms": p99,
@@ -388,15 +430,23 @@ pub async fn run(mut a: WitnessArgs, mut out: crate::output::Output) -> Result<(
         return Ok(());
     }
     println!("accordctl bench witness");
-    for (alg, one, many) in &rates {
+    for (alg, r) in &rates {
         println!(
-            "  [{:>9}] add-checkpoint/s, one origin (verify log sig + proof, cosign, synced write): {one:>8.0}",
-            alg.name()
+            "  [{:>9}] add-checkpoint/s, one origin (verify log sig + proof, cosign, synced write): {:>8.0}",
+            alg.name(),
+            r.one
         );
         println!(
-            "  [{:>9}] add-checkpoint/s, {origins} origins concurrently:                              {many:>8.0}",
-            alg.name()
+            "  [{:>9}] add-checkpoint/s, {origins} origins concurrently:                              {:>8.0}",
+            alg.name(),
+            r.many
         );
+        if let (Some(per_cpu), Some(cores)) = (r.many_per_cpu_s, r.many_cores) {
+            println!(
+                "  [{:>9}]   … per CPU second of the witness: {per_cpu:.0} ({cores:.2} cores busy)",
+                alg.name()
+            );
+        }
     }
     println!(
         "  recorded → witnessed (K=2, two Ed25519 witnesses and the node as child processes, default checkpoint interval), {} samples: p50 {p50:.0} ms, p99 {p99:.0} ms, mean {mean:.0} ms, max {max:.0} ms",
