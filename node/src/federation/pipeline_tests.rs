@@ -344,7 +344,11 @@ async fn pipelined_envelopes_deliver_every_record_once_in_order() {
                 .iter()
                 .find(|b| b.first == prev)
                 .unwrap_or_else(|| panic!("previous {prev} was never sent: {calls:?}"));
-            assert_eq!(at(before.ids.last().unwrap()) + 1, at(&c.ids[0]), "{calls:?}");
+            assert_eq!(
+                at(before.ids.last().unwrap()) + 1,
+                at(&c.ids[0]),
+                "{calls:?}"
+            );
         }
     }
     // Every record reached globex once, in acme's order, and was admitted once.
@@ -390,15 +394,16 @@ async fn an_answer_before_a_lost_one_is_not_acknowledged_and_the_resend_gets_the
         .position(|c| c.previous == Some(calls[lost].first))
         .expect("an envelope was sent after the second");
     assert_eq!(calls[next].ids, ids[8..12]);
-    let answered = calls[next].answer.clone().expect("the third envelope was answered");
+    let answered = calls[next]
+        .answer
+        .clone()
+        .expect("the third envelope was answered");
     // After the loss, delivery starts again at the head: the second envelope's records, then
     // the third's again.
     let resent: Vec<&Call> = calls
         .iter()
         .enumerate()
-        .filter(|(i, c)| {
-            *i > lost && *i != next && c.ids.iter().any(|id| ids[4..12].contains(id))
-        })
+        .filter(|(i, c)| *i > lost && *i != next && c.ids.iter().any(|id| ids[4..12].contains(id)))
         .map(|(_, c)| c)
         .collect();
     // (An envelope already in flight behind the lost one may still be answered first; what

@@ -121,7 +121,8 @@ pub(super) fn migrate(db: &rocksdb::DB, cf: &rocksdb::ColumnFamily) -> Result<u6
         }
         if next.is_none() || batch.len() >= 2 * MIGRATE_BATCH {
             if !batch.is_empty() {
-                db.write_opt(std::mem::take(&mut batch), &wo).map_err(storage)?;
+                db.write_opt(std::mem::take(&mut batch), &wo)
+                    .map_err(storage)?;
             }
             if next.is_none() {
                 it.status().map_err(storage)?;
@@ -198,7 +199,9 @@ mod tests {
         let store = ledger.store().clone();
         let mut reference = MemoryTree::new();
         for i in 0..N {
-            reference.push(store.tree_node(0, i).unwrap().unwrap()).unwrap();
+            reference
+                .push(store.tree_node(0, i).unwrap().unwrap())
+                .unwrap();
         }
         ledger.stop().await;
         drop((ledger, store));
@@ -244,7 +247,10 @@ mod tests {
         }
         let nodes = TreeNodes(&store);
         for size in [1, 63, 64, 65, 129, 512, N] {
-            assert_eq!(merkle::root(&nodes, size).unwrap(), merkle::root(&reference, size).unwrap());
+            assert_eq!(
+                merkle::root(&nodes, size).unwrap(),
+                merkle::root(&reference, size).unwrap()
+            );
             for index in (0..size).step_by(7) {
                 assert_eq!(
                     merkle::inclusion_proof(&nodes, index, size).unwrap(),
