@@ -69,6 +69,22 @@ async fn fill(ledger: &Ledger<()>, from: u64, to: u64) -> Result<()> {
     Ok(())
 }
 
+/// One tree size's figures (µs per proof unless named otherwise).
+struct Timed {
+    /// Inclusion proofs, second pass (caches as a serving node has them).
+    inc: f64,
+    con: f64,
+    root: f64,
+    /// Node reads per inclusion proof.
+    reads: f64,
+    inc_one: f64,
+    inc_leaves: f64,
+    /// Bytes of the upper-level cache.
+    cache: usize,
+    /// Inclusion proofs, first pass after the fill.
+    inc_cold: f64,
+}
+
 /// Runs the benchmark.
 pub async fn run(mut a: LogArgs) -> Result<()> {
     if a.quick {
@@ -105,70 +121,76 @@ pub async fn run(mut a: LogArgs) -> Result<()> {
         }
         let settle_s = t.elapsed().as_secs_f64();
         let n = a.proofs;
-        let (inc, con, root, reads, inc_one, inc_leaves, cache, inc_cold) =
-            tokio::task::spawn_blocking(
-                move || -> Result<(f64, f64, f64, f64, f64, f64, usize, f64)> {
-                    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-                    let mut rnd = move |m: u64| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        x % m
-                    };
-                    // The first pass finds the tree as the fill left it: the upper-level cache
-                    // empty, the index and filter partitions of the new table files unread. A node
-                    // serving proofs pays that once; the second pass, over other random leaves
-                    // (their tiles still cold: each of the 2,000 proofs reads its own), is what it
-                    // pays from then on, and the figure the ratio is taken over.
-                    let t = Instant::now();
-                    for _ in 0..n {
-                        merkle::inclusion_proof(&TreeNodes(&store), rnd(size), size)?;
-                    }
-                    let inc_cold = t.elapsed().as_secs_f64() * 1e6 / n as f64;
-                    let t = Instant::now();
-                    for _ in 0..n {
-                        merkle::inclusion_proof(&TreeNodes(&store), rnd(size), size)?;
-                    }
-                    let inc = t.elapsed().as_secs_f64() * 1e6 / n as f64;
-                    let t = Instant::now();
-                    for _ in 0..n {
-                        merkle::inclusion_proof(&LeafScanNodes(&store), rnd(size), size)?;
-                    }
-                    let inc_leaves = t.elapsed().as_secs_f64() * 1e6 / n as f64;
-                    let t = Instant::now();
-                    for _ in 0..n {
-                        merkle::inclusion_proof(&OneByOneNodes(&store), rnd(size), size)?;
-                    }
-                    let inc_one = t.elapsed().as_secs_f64() * 1e6 / n as f64;
-                    let t = Instant::now();
-                    for _ in 0..n {
-                        merkle::consistency_proof(&TreeNodes(&store), 1 + rnd(size - 1), size)?;
-                    }
-                    let con = t.elapsed().as_secs_f64() * 1e6 / n as f64;
-                    let t = Instant::now();
-                    for _ in 0..n {
-                        merkle::root(&TreeNodes(&store), 1 + rnd(size))?;
-                    }
-                    let root = t.elapsed().as_secs_f64() * 1e6 / n as f64;
-                    let counting = Counting(TreeNodes(&store), std::cell::Cell::new(0));
-                    let samples = 200;
-                    for _ in 0..samples {
-                        merkle::inclusion_proof(&counting, rnd(size), size)?;
-                    }
-                    let reads = counting.1.get() as f64 / samples as f64;
-                    Ok((
-                        inc,
-                        con,
-                        root,
-                        reads,
-                        inc_one,
-                        inc_leaves,
-                        store.tree_cache_bytes(),
-                        inc_cold,
-                    ))
-                },
-            )
-            .await??;
+        let Timed {
+            inc,
+            con,
+            root,
+            reads,
+            inc_one,
+            inc_leaves,
+            cache,
+            inc_cold,
+        } = tokio::task::spawn_blocking(move || -> Result<Timed> {
+            let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+            let mut rnd = move |m: u64| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % m
+            };
+            // The first pass finds the tree as the fill left it: the upper-level cache
+            // empty, the index and filter partitions of the new table files unread. A node
+            // serving proofs pays that once; the second pass, over other random leaves
+            // (their tiles still cold: each of the 2,000 proofs reads its own), is what it
+            // pays from then on, and the figure the ratio is taken over.
+            let t = Instant::now();
+            for _ in 0..n {
+                merkle::inclusion_proof(&TreeNodes(&store), rnd(size), size)?;
+            }
+            let inc_cold = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+            let t = Instant::now();
+            for _ in 0..n {
+                merkle::inclusion_proof(&TreeNodes(&store), rnd(size), size)?;
+            }
+            let inc = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+            let t = Instant::now();
+            for _ in 0..n {
+                merkle::inclusion_proof(&LeafScanNodes(&store), rnd(size), size)?;
+            }
+            let inc_leaves = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+            let t = Instant::now();
+            for _ in 0..n {
+                merkle::inclusion_proof(&OneByOneNodes(&store), rnd(size), size)?;
+            }
+            let inc_one = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+            let t = Instant::now();
+            for _ in 0..n {
+                merkle::consistency_proof(&TreeNodes(&store), 1 + rnd(size - 1), size)?;
+            }
+            let con = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+            let t = Instant::now();
+            for _ in 0..n {
+                merkle::root(&TreeNodes(&store), 1 + rnd(size))?;
+            }
+            let root = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+            let counting = Counting(TreeNodes(&store), std::cell::Cell::new(0));
+            let samples = 200;
+            for _ in 0..samples {
+                merkle::inclusion_proof(&counting, rnd(size), size)?;
+            }
+            let reads = counting.1.get() as f64 / samples as f64;
+            Ok(Timed {
+                inc,
+                con,
+                root,
+                reads,
+                inc_one,
+                inc_leaves,
+                cache: store.tree_cache_bytes(),
+                inc_cold,
+            })
+        })
+        .await??;
         let fill_rate = (size as f64) / fill_secs.max(1e-9);
         println!(
             "  {size:>10}  {inc:>14.1}  {con:>14.1}  {root:>12.1}  {reads:>16.1}   (filled at {fill_rate:.0} appends/s)",
