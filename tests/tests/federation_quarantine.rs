@@ -187,6 +187,116 @@ async fn record_before_its_basis_is_quarantined_then_admitted() {
     assert!(q.records.is_empty());
 }
 
+/// A record of a commitment the receiver does not know yet — its request comes by another
+/// organisation's node, or later — is quarantined `missing_basis` (it used to be rejected as
+/// `invalid_operation:unknown_commitment`, and was lost: three organisations' nodes deliver a
+/// commitment's records by different peers, in no common order) and admitted once the request
+/// is in the ledger; in one envelope, a request before its commitment's records lets them in.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_record_of_an_unknown_commitment_waits_for_its_request() {
+    let (b, a) = receiver_with_sender().await;
+    let mut peer = AsPeer::new(&a, &b).await;
+    let alice = signer(&a, "alice");
+    let c = "q-unknown";
+    let r1 = signing::sign_record(&alice, &request("acme", "alice", c, party("globex", "bob")));
+    let r2 = signing::sign_record(&alice, &defer("acme", "alice", c));
+
+    let got = peer
+        .deliver(peer.envelope("globex", vec![r2.clone()], 1))
+        .await
+        .unwrap();
+    assert_eq!(outcome(&got[1]), r#"["quarantined", "missing_basis"]"#);
+    let mut wc = work(&b).await;
+    let e = wc
+        .get_commitment(work::GetCommitmentRequest {
+            commitment_id: c.into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::NotFound, "no local effect");
+
+    let got = peer
+        .deliver(peer.envelope("globex", vec![r1.clone()], 2))
+        .await
+        .unwrap();
+    assert_eq!(outcome(&got[1]), "admitted");
+    accord_tests::eventually(WAIT, || {
+        let mut p = AsPeer {
+            name: peer.name.clone(),
+            key: peer.key.clone(),
+            client: peer.client.clone(),
+        };
+        let id = id_of(&r2);
+        async move {
+            (outcome(&p.receipts(&[id]).await.into_iter().next()?) == "admitted").then_some(())
+        }
+    })
+    .await
+    .expect("the record is admitted once its commitment's request arrived");
+    // The kernel applied it after the request: the commitment's history holds both, applied.
+    let view = wait_state(&b, c, "requested").await;
+    let ops: Vec<(&[u8], &str, bool)> = view
+        .history
+        .iter()
+        .filter(|h| h.operation != "admission")
+        .map(|h| {
+            (
+                h.record_id.as_ref(),
+                h.operation.as_str(),
+                h.outcome.as_ref().is_some_and(|o| o.applied),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            (id_of(&r1).as_slice(), "request", true),
+            (id_of(&r2).as_slice(), "defer", true)
+        ]
+    );
+
+    // In one envelope: after its request, admitted at once; before it, quarantined, then
+    // released by it.
+    let (c2, c3) = ("q-unknown-2", "q-unknown-3");
+    let q1 = signing::sign_record(
+        &alice,
+        &request("acme", "alice", c2, party("globex", "bob")),
+    );
+    let q2 = signing::sign_record(&alice, &defer("acme", "alice", c2));
+    let s1 = signing::sign_record(
+        &alice,
+        &request("acme", "alice", c3, party("globex", "bob")),
+    );
+    let s2 = signing::sign_record(&alice, &defer("acme", "alice", c3));
+    let got = peer
+        .deliver(peer.envelope("globex", vec![q1, q2, s2.clone(), s1], 3))
+        .await
+        .unwrap();
+    let outs: Vec<String> = got[1..].iter().map(outcome).collect();
+    assert_eq!(
+        outs,
+        [
+            "admitted",
+            "admitted",
+            r#"["quarantined", "missing_basis"]"#,
+            "admitted"
+        ]
+    );
+    accord_tests::eventually(WAIT, || {
+        let mut p = AsPeer {
+            name: peer.name.clone(),
+            key: peer.key.clone(),
+            client: peer.client.clone(),
+        };
+        let id = id_of(&s2);
+        async move {
+            (outcome(&p.receipts(&[id]).await.into_iter().next()?) == "admitted").then_some(())
+        }
+    })
+    .await
+    .expect("released by the request later in the same envelope");
+}
+
 /// The receiver runs on a driven clock: the quarantine times out when the test moves the clock
 /// past `quarantine_timeout_ms`, so the operator's decisions never race the timeout.
 #[tokio::test(flavor = "multi_thread")]

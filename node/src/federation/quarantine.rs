@@ -2,11 +2,17 @@
 //! effect; later closes as admitted or rejected").
 //!
 //! A quarantined record is kept in the `quarantine` column family, not in the ledger, so the
-//! kernel never sees it. It waits on the records it is missing: those named in its `basis`, and
-//! any earlier quarantined record of the same commitment (so a commitment's records apply in
-//! their order). The router, which tails the ledger, wakes the waiters of every record that
-//! enters it; a quarantined record whose basis is all known is then appended and decided by the
-//! kernel like any other. It closes:
+//! kernel never sees it. It waits on the records it is missing: those named in its `basis`, any
+//! earlier quarantined record of the same commitment (so a commitment's records apply in their
+//! order), and — for a record of a commitment this node does not know yet — the commitment's
+//! request. With three organisations a commitment's records reach a node by different peers'
+//! queues, so a promise can arrive before the request it answers (the request's author's node
+//! may still be backfilling this node); rejecting it as `unknown_commitment` lost it for good.
+//! The request is not named by id in the waiting record, so it waits on [`commitment_key`] of
+//! its commitment instead. The router, which tails the ledger, wakes the waiters of every record
+//! that enters it (and of the commitment key of every request for an awaited commitment); a
+//! quarantined record whose basis is all known is then appended and decided by the kernel like
+//! any other. It closes:
 //!
 //! * as admitted (or `invalid_operation:<code>`) once its basis arrived;
 //! * as `["rejected", "quarantine_timeout"]` after `federation.quarantine_timeout_ms`;
@@ -44,6 +50,9 @@ pub struct Quarantine {
     next: AtomicU64,
     tx: mpsc::UnboundedSender<RecordId>,
     rx: Mutex<Option<mpsc::UnboundedReceiver<RecordId>>>,
+    /// Commitments that quarantined records wait for ([`commitment_key`]): the router decodes
+    /// a routed record to look for their requests only while this is not empty.
+    awaited: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for Quarantine {
@@ -55,19 +64,51 @@ impl std::fmt::Debug for Quarantine {
 impl Quarantine {
     /// Opens the quarantine over the decisions store.
     pub fn open(decisions: Decisions) -> Result<Quarantine, FedError> {
-        let next = decisions
-            .all_quarantined()?
+        let all = decisions.all_quarantined()?;
+        let next = all.iter().map(|(_, q)| q.qseq + 1).max().unwrap_or(0);
+        let awaited = all
             .iter()
-            .map(|(_, q)| q.qseq + 1)
-            .max()
-            .unwrap_or(0);
+            .filter(|(_, q)| q.missing.contains(&commitment_key(&q.commitment)))
+            .map(|(_, q)| q.commitment.clone())
+            .collect();
         let (tx, rx) = mpsc::unbounded_channel();
         Ok(Quarantine {
             decisions,
             next: AtomicU64::new(next),
             tx,
             rx: Mutex::new(Some(rx)),
+            awaited: Mutex::new(awaited),
         })
+    }
+
+    /// Notes that a record waits for `commitment`'s request (before its quarantine is written:
+    /// a request routed in between then wakes it, or the wake after the write finds it).
+    pub(crate) fn await_commitment(&self, commitment: &str) {
+        if let Ok(mut a) = self.awaited.lock() {
+            a.insert(commitment.to_string());
+        }
+    }
+
+    /// Whether any quarantined record waits for a commitment's request (the router's fast
+    /// path: nothing to look for).
+    pub(crate) fn awaits_commitments(&self) -> bool {
+        self.awaited.lock().map_or(true, |a| !a.is_empty())
+    }
+
+    /// The records waiting for `commitment`'s request, if it is awaited; it is no longer
+    /// (a record still missing it after it is looked at again is noted again by [`process`]).
+    pub(crate) fn commitment_arrived(
+        &self,
+        commitment: &str,
+    ) -> Result<Vec<RecordId>, crate::error::Error> {
+        let awaited = self
+            .awaited
+            .lock()
+            .map_or(true, |mut a| a.remove(commitment));
+        if !awaited {
+            return Ok(Vec::new());
+        }
+        self.decisions.waiters(&commitment_key(commitment))
     }
 
     /// Adds a quarantined record to `batch`.
@@ -132,14 +173,46 @@ impl Quarantine {
     }
 }
 
+/// What a record of a commitment this node does not know waits on in place of the request it
+/// cannot name: a hash of the commitment's id under its own domain (never a record id: those
+/// hash a payload type and a payload, `accord_proto::signing::record_id`).
+pub(crate) fn commitment_key(commitment: &str) -> RecordId {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"accord.quarantine/awaited-commitment\0");
+    h.update(commitment.as_bytes());
+    h.finalize().into()
+}
+
+/// Whether `c` is a Work record whose commitment this node does not know, and that the kernel
+/// would therefore reject as `unknown_commitment` (a request creates its commitment; admission
+/// declarations, runs, envelopes and ticks are not such records), unless its request is
+/// `creating` earlier in the same envelope.
+fn commitment_unknown(cx: &FedContext, c: &Checked, creating: &HashSet<String>) -> bool {
+    use accord_kernel::Operation as Op;
+    if matches!(
+        c.input.op,
+        Op::Request(_) | Op::Admission { .. } | Op::Run(_) | Op::Envelope(_) | Op::Tick(_)
+    ) || creating.contains(&c.record.commitment_id)
+    {
+        return false;
+    }
+    cx.projection
+        .read()
+        .is_ok_and(|p| p.get(&c.record.commitment_id).is_none())
+}
+
 /// What `c` is missing: `basis` records that are neither in the ledger nor `coming` in the same
-/// envelope, and quarantined records of the same commitment (older than `before`, if given) —
-/// except those that wait, directly or through others, for `c` itself (they are released by it).
-/// `unwritten` are records of this commitment quarantined earlier in the same envelope.
+/// envelope, its commitment's request while the commitment is unknown here and not `creating`
+/// in the same envelope ([`commitment_key`]), and quarantined records of the same commitment
+/// (older than `before`, if given) — except those that wait, directly or through others, for
+/// `c` itself (they are released by it). `unwritten` are records of this commitment quarantined
+/// earlier in the same envelope.
 pub(crate) fn missing(
     cx: &FedContext,
     c: &Checked,
     coming: &HashSet<RecordId>,
+    creating: &HashSet<String>,
     before: Option<u64>,
     unwritten: &[(RecordId, Vec<RecordId>)],
 ) -> Result<Vec<RecordId>, FedError> {
@@ -153,6 +226,12 @@ pub(crate) fn missing(
         .copied()
         .collect();
     let mut out: Vec<RecordId> = Vec::new();
+    if commitment_unknown(cx, c, creating) {
+        cx.federation
+            .quarantine
+            .await_commitment(&c.record.commitment_id);
+        out.push(commitment_key(&c.record.commitment_id));
+    }
     for (b, seq) in basis.iter().zip(store.seqs_of(&basis)?) {
         if seq.is_none() && !out.contains(b) {
             out.push(*b);
@@ -177,6 +256,10 @@ pub(crate) fn missing(
     // itself waits for `c`), so the closure is over all of them; without that, such a chain
     // is a cycle of waits that only the quarantine timeout breaks.
     let mut releases: HashSet<RecordId> = HashSet::from([c.id]);
+    // A request releases the records that wait for its commitment to be known.
+    if matches!(c.input.op, accord_kernel::Operation::Request(_)) {
+        releases.insert(commitment_key(&c.record.commitment_id));
+    }
     loop {
         let before_len = releases.len();
         for (id, q, _) in &same {
@@ -320,7 +403,7 @@ pub async fn process(cx: &FedContext, id: RecordId) -> Result<(), FedError> {
     }
     // Decoded once: released, the same record goes to the kernel.
     let c = kept(id, &q)?;
-    let now_missing = missing(cx, &c, &HashSet::new(), Some(q.qseq), &[])?;
+    let now_missing = missing(cx, &c, &HashSet::new(), &HashSet::new(), Some(q.qseq), &[])?;
     if now_missing.is_empty() {
         close(cx, id, q, Close::Release(Some(c))).await?;
     } else if now_missing != q.missing {

@@ -163,6 +163,15 @@ fn step(cx: &FedContext, from: u64, to: u64) -> Result<Routed, Error> {
             continue;
         };
         wake.extend(fed.quarantine.waiters(&id)?);
+        // A request for a commitment that quarantined records wait for (they came by another
+        // peer before it: quarantine.rs); decoded only while some commitment is awaited.
+        if fed.quarantine.awaits_commitments()
+            && let Some(signed) = &e.record
+            && let Ok(r) = Record::decode(signed.payload.as_ref())
+            && matches!(r.operation, Some(Operation::Request(_)))
+        {
+            wake.extend(fed.quarantine.commitment_arrived(&r.commitment_id)?);
+        }
         for peer in destinations(cx, e) {
             let item = Item {
                 ledger_seq: e.sequence,

@@ -183,19 +183,13 @@ impl EnvelopeApi {
                     .collect::<String>()
             )));
         }
-        let phase = self
-            .node
-            .projection
-            .read()
-            .map_err(|_| poisoned())?
-            .envelopes
-            .get(&id)
-            .map(|e| e.phase.wire_name().to_string())
-            .unwrap_or_default();
+        // The phase the start put the envelope in (the API's "PENDING once the start
+        // applied"), not the phase now: the envelope driver may already have moved it on, and
+        // an answer that depended on that race said PREPARING to some callers.
         Ok(pb::StartResponse {
             envelope: id,
             record_id: rid.to_vec().into(),
-            phase,
+            phase: ke::Phase::Pending.wire_name().to_string(),
         })
     }
 

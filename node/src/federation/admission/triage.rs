@@ -30,6 +30,8 @@ pub(super) fn records(
 
     let mut work: Vec<Work> = Vec::with_capacity(env.records.len());
     let mut coming: HashSet<RecordId> = HashSet::new();
+    // Commitments whose request goes to the kernel earlier in this envelope.
+    let mut creating: HashSet<String> = HashSet::new();
     let mut first: HashMap<RecordId, usize> = HashMap::new();
     let mut quarantined_here: HashMap<String, Vec<(RecordId, Vec<RecordId>)>> = HashMap::new();
     let mut door: u32 = 0;
@@ -73,9 +75,12 @@ pub(super) fn records(
                     .get(&c.record.commitment_id)
                     .map(Vec::as_slice)
                     .unwrap_or(&[]);
-                let missing = quarantine::missing(cx, &c, &coming, None, here)?;
+                let missing = quarantine::missing(cx, &c, &coming, &creating, None, here)?;
                 if missing.is_empty() {
                     coming.insert(id);
+                    if matches!(c.input.op, accord_kernel::Operation::Request(_)) {
+                        creating.insert(c.record.commitment_id.clone());
+                    }
                     work.push(Work::Kernel { c });
                 } else {
                     quarantined_here
