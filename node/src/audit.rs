@@ -99,7 +99,7 @@ fn open_store(data_dir: &Path) -> Result<Store, Error> {
     let cfs = rocksdb::DB::list_cf(&rocksdb::Options::default(), data_dir)
         .map_err(|e| Error::Storage(e.into_string()))?;
     let extra: Vec<&str> = cfs.iter().map(String::as_str).collect();
-    Store::open(data_dir, &extra).map_err(|e| match e {
+    Store::open_unmoved(data_dir, &extra).map_err(|e| match e {
         Error::Storage(m) if m.contains("lock") || m.contains("Resource temporarily") => {
             Error::FailedPrecondition(format!(
                 "{} is held by a running node (RocksDB lock): stop it, or verify a copy",

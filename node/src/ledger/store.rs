@@ -164,6 +164,31 @@ impl Store {
     /// [`Store::open`] with a block cache of `block_cache_mib` MiB shared by every column family
     /// (`[storage] block_cache_mib`; issue 15: bounded memory).
     pub fn open_tuned(dir: &Path, extra: &[&str], block_cache_mib: u64) -> Result<Store, Error> {
+        Self::open_inner(dir, extra, block_cache_mib, true)
+    }
+
+    /// [`Store::open`] for an offline audit (`accordctl ledger verify`), which writes nothing: a
+    /// store whose tree is still in the layout before tiles ([`super::tiles`]) is not moved but
+    /// refused, with what to do.
+    pub fn open_unmoved(dir: &Path, extra: &[&str]) -> Result<Store, Error> {
+        let default = crate::config::StorageConfig::default().block_cache_mib;
+        let store = Self::open_inner(dir, extra, default, false)?;
+        if super::tiles::old_layout_present(&store.db, store.cf("tree")?)? {
+            return Err(Error::FailedPrecondition(format!(
+                "{}: the Merkle tree is stored in the layout of an earlier accord-node; start the \
+                 node once (it moves the tree at open) and verify again",
+                dir.display()
+            )));
+        }
+        Ok(store)
+    }
+
+    fn open_inner(
+        dir: &Path,
+        extra: &[&str],
+        block_cache_mib: u64,
+        move_tree: bool,
+    ) -> Result<Store, Error> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::Storage(format!("create {}: {e}", dir.display())))?;
         let mut opts = Options::default();
@@ -193,7 +218,11 @@ impl Store {
         let tree = db
             .cf_handle("tree")
             .ok_or_else(|| Error::Internal("missing column family tree".into()))?;
-        let moved = super::tiles::migrate(&db, tree)?;
+        let moved = if move_tree {
+            super::tiles::migrate(&db, tree)?
+        } else {
+            0
+        };
         if moved > 0 {
             tracing::info!(nodes = moved, "tree: lower levels moved to the tile layout");
         }

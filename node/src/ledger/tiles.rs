@@ -84,6 +84,20 @@ pub fn parse_key(key: &[u8]) -> Option<(u32, u64)> {
     }
 }
 
+/// Whether the store still holds a node under the layout before tiles (one seek).
+pub(super) fn old_layout_present(
+    db: &rocksdb::DB,
+    cf: &rocksdb::ColumnFamily,
+) -> Result<bool, Error> {
+    let mut ro = rocksdb::ReadOptions::default();
+    ro.set_iterate_upper_bound(vec![CACHED_LEVEL as u8]);
+    let mut it = db.raw_iterator_cf_opt(cf, ro);
+    it.seek([0u8]);
+    let found = it.key().is_some();
+    it.status().map_err(storage)?;
+    Ok(found)
+}
+
 /// Nodes moved per atomic batch by [`migrate`].
 const MIGRATE_BATCH: usize = 65_536;
 
@@ -233,6 +247,18 @@ mod tests {
         // 700 leaves: 700 + 350 + 175 + 87 + 43 + 21 nodes below level 6.
         assert_eq!(lower, 1376);
 
+        // The audit's open writes nothing: it refuses the old layout, and leaves it as it is.
+        let e = Store::open_unmoved(path, &[]).unwrap_err();
+        assert!(
+            matches!(&e, crate::error::Error::FailedPrecondition(m) if m.contains("earlier accord-node")),
+            "{e}"
+        );
+        let e = Store::open_unmoved(path, &[]).unwrap_err();
+        assert!(
+            matches!(e, crate::error::Error::FailedPrecondition(_)),
+            "still there"
+        );
+
         let store = Store::open(path, &[]).unwrap();
         {
             let db = store.db();
@@ -244,6 +270,7 @@ mod tests {
                 "an old-layout key is left"
             );
             assert_eq!(migrate(db, cf).unwrap(), 0, "the next open moves nothing");
+            assert!(!old_layout_present(db, cf).unwrap());
         }
         let nodes = TreeNodes(&store);
         for size in [1, 63, 64, 65, 129, 512, N] {
