@@ -13,6 +13,23 @@ use accord_tests::TestNode;
 use federation_common::*;
 use prost::Message;
 
+/// Waits until `peer`'s receipt for `id` is admitted; the receipt, or `None` at the deadline.
+async fn admitted(peer: &AsPeer, id: [u8; 32]) -> Option<accord_proto::pb::federation::v1::Signed> {
+    accord_tests::eventually(WAIT, || {
+        let mut p = AsPeer {
+            name: peer.name.clone(),
+            key: peer.key.clone(),
+            client: peer.client.clone(),
+        };
+        async move {
+            let r = p.receipts(&[id]).await.into_iter().next()?;
+            (outcome(&r) == "admitted").then_some(r)
+        }
+    })
+    .await
+    .ok()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn record_before_its_basis_is_quarantined_then_admitted() {
     let (b, a) = receiver_with_sender().await;
@@ -92,20 +109,9 @@ async fn record_before_its_basis_is_quarantined_then_admitted() {
         .await
         .unwrap();
     assert_eq!(outcome(&got[1]), "admitted");
-    let latest = accord_tests::eventually(WAIT, || {
-        let mut p = AsPeer {
-            name: peer.name.clone(),
-            key: peer.key.clone(),
-            client: peer.client.clone(),
-        };
-        let id = id_of(&r3);
-        async move {
-            let r = p.receipts(&[id]).await.into_iter().next()?;
-            (outcome(&r) == "admitted").then_some(r)
-        }
-    })
-    .await
-    .expect("the quarantined record is admitted once its basis arrived");
+    let latest = admitted(&peer, id_of(&r3))
+        .await
+        .expect("the quarantined record is admitted once its basis arrived");
     // The closing declaration names the one that opened the quarantine.
     let closing = receipt(&latest).admission_record_id;
     let e = wc
@@ -162,19 +168,9 @@ async fn record_before_its_basis_is_quarantined_then_admitted() {
             "admitted"
         ]
     );
-    accord_tests::eventually(WAIT, || {
-        let mut p = AsPeer {
-            name: peer.name.clone(),
-            key: peer.key.clone(),
-            client: peer.client.clone(),
-        };
-        let id = id_of(&r3);
-        async move {
-            (outcome(&p.receipts(&[id]).await.into_iter().next()?) == "admitted").then_some(())
-        }
-    })
-    .await
-    .expect("released within the same envelope's delivery");
+    admitted(&peer, id_of(&r3))
+        .await
+        .expect("released within the same envelope's delivery");
 
     let q = b
         .admin()
@@ -220,19 +216,9 @@ async fn a_record_of_an_unknown_commitment_waits_for_its_request() {
         .await
         .unwrap();
     assert_eq!(outcome(&got[1]), "admitted");
-    accord_tests::eventually(WAIT, || {
-        let mut p = AsPeer {
-            name: peer.name.clone(),
-            key: peer.key.clone(),
-            client: peer.client.clone(),
-        };
-        let id = id_of(&r2);
-        async move {
-            (outcome(&p.receipts(&[id]).await.into_iter().next()?) == "admitted").then_some(())
-        }
-    })
-    .await
-    .expect("the record is admitted once its commitment's request arrived");
+    admitted(&peer, id_of(&r2))
+        .await
+        .expect("the record is admitted once its commitment's request arrived");
     // The kernel applied it after the request: the commitment's history holds both, applied.
     let view = wait_state(&b, c, "requested").await;
     let ops: Vec<(&[u8], &str, bool)> = view
@@ -282,19 +268,9 @@ async fn a_record_of_an_unknown_commitment_waits_for_its_request() {
             "admitted"
         ]
     );
-    accord_tests::eventually(WAIT, || {
-        let mut p = AsPeer {
-            name: peer.name.clone(),
-            key: peer.key.clone(),
-            client: peer.client.clone(),
-        };
-        let id = id_of(&s2);
-        async move {
-            (outcome(&p.receipts(&[id]).await.into_iter().next()?) == "admitted").then_some(())
-        }
-    })
-    .await
-    .expect("released by the request later in the same envelope");
+    admitted(&peer, id_of(&s2))
+        .await
+        .expect("released by the request later in the same envelope");
 }
 
 /// The receiver runs on a driven clock: the quarantine times out when the test moves the clock

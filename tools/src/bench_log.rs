@@ -69,6 +69,15 @@ async fn fill(ledger: &Ledger<()>, from: u64, to: u64) -> Result<()> {
     Ok(())
 }
 
+/// µs per call of `f`, over `n` calls.
+fn per_call<T>(n: u64, mut f: impl FnMut() -> Result<T, accord_proto::Error>) -> Result<f64> {
+    let t = Instant::now();
+    for _ in 0..n {
+        f()?;
+    }
+    Ok(t.elapsed().as_secs_f64() * 1e6 / n as f64)
+}
+
 /// One tree size's figures (µs per proof unless named otherwise).
 struct Timed {
     /// Inclusion proofs, second pass (caches as a serving node has them).
@@ -143,36 +152,19 @@ pub async fn run(mut a: LogArgs) -> Result<()> {
             // serving proofs pays that once; the second pass, over other random leaves
             // (their tiles still cold: each of the 2,000 proofs reads its own), is what it
             // pays from then on, and the figure the ratio is taken over.
-            let t = Instant::now();
-            for _ in 0..n {
-                merkle::inclusion_proof(&TreeNodes(&store), rnd(size), size)?;
-            }
-            let inc_cold = t.elapsed().as_secs_f64() * 1e6 / n as f64;
-            let t = Instant::now();
-            for _ in 0..n {
-                merkle::inclusion_proof(&TreeNodes(&store), rnd(size), size)?;
-            }
-            let inc = t.elapsed().as_secs_f64() * 1e6 / n as f64;
-            let t = Instant::now();
-            for _ in 0..n {
-                merkle::inclusion_proof(&LeafScanNodes(&store), rnd(size), size)?;
-            }
-            let inc_leaves = t.elapsed().as_secs_f64() * 1e6 / n as f64;
-            let t = Instant::now();
-            for _ in 0..n {
-                merkle::inclusion_proof(&OneByOneNodes(&store), rnd(size), size)?;
-            }
-            let inc_one = t.elapsed().as_secs_f64() * 1e6 / n as f64;
-            let t = Instant::now();
-            for _ in 0..n {
-                merkle::consistency_proof(&TreeNodes(&store), 1 + rnd(size - 1), size)?;
-            }
-            let con = t.elapsed().as_secs_f64() * 1e6 / n as f64;
-            let t = Instant::now();
-            for _ in 0..n {
-                merkle::root(&TreeNodes(&store), 1 + rnd(size))?;
-            }
-            let root = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+            let (tree, leaves, one) = (
+                TreeNodes(&store),
+                LeafScanNodes(&store),
+                OneByOneNodes(&store),
+            );
+            let inc_cold = per_call(n, || merkle::inclusion_proof(&tree, rnd(size), size))?;
+            let inc = per_call(n, || merkle::inclusion_proof(&tree, rnd(size), size))?;
+            let inc_leaves = per_call(n, || merkle::inclusion_proof(&leaves, rnd(size), size))?;
+            let inc_one = per_call(n, || merkle::inclusion_proof(&one, rnd(size), size))?;
+            let con = per_call(n, || {
+                merkle::consistency_proof(&tree, 1 + rnd(size - 1), size)
+            })?;
+            let root = per_call(n, || merkle::root(&tree, 1 + rnd(size)))?;
             let counting = Counting(TreeNodes(&store), std::cell::Cell::new(0));
             let samples = 200;
             for _ in 0..samples {

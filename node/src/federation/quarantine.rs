@@ -111,6 +111,21 @@ impl Quarantine {
         self.decisions.waiters(&commitment_key(commitment))
     }
 
+    /// After a quarantine of `commitment` closed: the commitment is no longer awaited once no
+    /// quarantined record waits for its request (a timeout or an operator's decision closes
+    /// them without the request ever coming; left in the set, the router would decode every
+    /// record it routes until a restart).
+    fn closed_in(&self, commitment: &str) -> Result<(), crate::error::Error> {
+        let key = commitment_key(commitment);
+        if self.awaited.lock().map_or(true, |a| a.contains(commitment))
+            && self.decisions.waiters(&key)?.is_empty()
+            && let Ok(mut a) = self.awaited.lock()
+        {
+            a.remove(commitment);
+        }
+        Ok(())
+    }
+
     /// Adds a quarantined record to `batch`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn put(
@@ -376,6 +391,7 @@ async fn close(
     tracing::info!(peer = %q.peer, record_id = %hex::encode(id), decision = %decision, author, admission_seq = r.sequence, "federation: quarantine closed");
     cx.metrics.admission(&decision);
     let fed = &cx.federation;
+    fed.quarantine.closed_in(&q.commitment)?;
     fed.quarantine.wake(fed.quarantine.waiters(&id)?);
     Ok((decision, admission_id))
 }

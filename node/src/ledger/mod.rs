@@ -266,3 +266,33 @@ impl<I: Send + 'static> Ledger<I> {
         self.store.get_by_id(id)
     }
 }
+
+/// Grows a test ledger to `to` records (record `i`'s id and payload are `i` in big-endian),
+/// 4,096 to a writer message: the tree's tests build their trees with it.
+#[cfg(test)]
+pub(crate) async fn grow(ledger: &Ledger<()>, to: u64) {
+    let mut from = ledger.len();
+    while from < to {
+        let end = to.min(from + 4096);
+        let appends = (from..end)
+            .map(|i| {
+                let mut id = [0u8; 32];
+                id[..8].copy_from_slice(&i.to_be_bytes());
+                Append {
+                    id,
+                    signed: SignedRecord {
+                        payload: i.to_be_bytes().to_vec().into(),
+                        payload_type: "test".into(),
+                        signatures: vec![],
+                    },
+                    input: (),
+                }
+            })
+            .collect();
+        for r in ledger.append_many(appends).await {
+            r.expect("append");
+        }
+        from = end;
+    }
+    assert_eq!(ledger.len(), to);
+}

@@ -185,31 +185,13 @@ mod tests {
     /// before, and the next open moves nothing.
     #[tokio::test]
     async fn an_old_layout_store_is_moved_to_tiles_on_open() {
-        use crate::ledger::{AcceptAll, Append, Ledger, Store, TreeNodes};
+        use crate::ledger::{AcceptAll, Ledger, Store, TreeNodes};
         use accord_proto::merkle::{self, MemoryTree, NodeSource};
-        use accord_proto::pb::record::v1::SignedRecord;
         const N: u64 = 700;
         let dir = tempfile::tempdir().unwrap();
         let (ledger, writer) =
             Ledger::open(dir.path(), AcceptAll, 4096, crate::clock::Clock::system()).unwrap();
-        let appends = (0..N)
-            .map(|i| {
-                let mut id = [0u8; 32];
-                id[..8].copy_from_slice(&i.to_be_bytes());
-                Append {
-                    id,
-                    signed: SignedRecord {
-                        payload: i.to_be_bytes().to_vec().into(),
-                        payload_type: "test".into(),
-                        signatures: vec![],
-                    },
-                    input: (),
-                }
-            })
-            .collect();
-        for r in ledger.append_many(appends).await {
-            r.unwrap();
-        }
+        crate::ledger::grow(&ledger, N).await;
         let store = ledger.store().clone();
         let mut reference = MemoryTree::new();
         for i in 0..N {

@@ -150,36 +150,9 @@ pub fn leaf_hash(store: &Store, index: u64) -> Result<[u8; 32], Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::{AcceptAll, Append, LeafScanNodes, Ledger, OneByOneNodes};
+    use crate::ledger::grow;
+    use crate::ledger::{AcceptAll, LeafScanNodes, Ledger, OneByOneNodes};
     use accord_proto::merkle::{MemoryTree, NodeSource};
-    use accord_proto::pb::record::v1::SignedRecord;
-
-    async fn grow(ledger: &Ledger<()>, to: u64) {
-        let mut from = ledger.len();
-        while from < to {
-            let end = to.min(from + 4096);
-            let appends = (from..end)
-                .map(|i| {
-                    let mut id = [0u8; 32];
-                    id[..8].copy_from_slice(&i.to_be_bytes());
-                    Append {
-                        id,
-                        signed: SignedRecord {
-                            payload: i.to_be_bytes().to_vec().into(),
-                            payload_type: "test".into(),
-                            signatures: vec![],
-                        },
-                        input: (),
-                    }
-                })
-                .collect();
-            for r in ledger.append_many(appends).await {
-                r.expect("append");
-            }
-            from = end;
-        }
-        assert_eq!(ledger.len(), to);
-    }
 
     /// Proofs from the batched read paths (`TreeNodes::nodes`: the upper-level cache filled by
     /// range scans, RocksDB multi-get below it; `LeafScanNodes`: the lower levels computed from
