@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Writes the seed corpora under fuzz/corpus/<target>/ (not committed): inputs generated with the
-# fuzz crate's fixed keys and from the public vectors in ../shared/vectors (read in place, never
-# copied into the repository), plus node and witness config files made by `init`.
+# fuzz crate's fixed keys and from the public vectors in proto/tests/vectors (in the repository),
+# plus node and witness config files made by `init`.
 # Needs the fuzz binaries built (scripts/fuzz.sh builds them first).
 set -euo pipefail
 cd "$(dirname "$0")"
 root=$(cd .. && pwd)
-vectors=${ACCORD_VECTORS:-$root/../shared/vectors}
+vectors=${ACCORD_VECTORS:-$root/proto/tests/vectors}
 bin=target/x86_64-unknown-linux-gnu/release
 [ -d "$vectors" ] || { echo "seeds.sh: $vectors not found (set ACCORD_VECTORS)" >&2; exit 1; }
 mkdir -p corpus

@@ -9,7 +9,7 @@
 # accord-node / accord-witness link RocksDB: when the workspace build already compiled
 # librocksdb.a, librocksdb-sys links that archive instead of compiling RocksDB's C++ again.
 #
-# Seeds: fuzz/seeds.sh (generated; nothing copied from ../shared/vectors). New inputs found
+# Seeds: fuzz/seeds.sh (generated, partly from proto/tests/vectors). New inputs found
 # are kept in fuzz/corpus/<target>/, crashes in fuzz/artifacts/<target>/. One line per target
 # is printed and appended to fuzz/results.tsv: target, seconds, executions, crashes. The exit
 # status is non-zero when any target crashed.

@@ -3,8 +3,8 @@
 //! its first input (run it with `-runs=0`) it reads `ACCORD_VECTORS` (the vectors dir) and
 //! writes seeds under `ACCORD_CORPUS/<target>/`.
 //!
-//! Seeds come from the shared public vectors (signed notes, keys, RFC 6962 and
-//! transparency-dev Merkle probes, read at generation time, never copied into the repository)
+//! Seeds come from the public vectors in `proto/tests/vectors` (signed notes, keys, RFC 6962 and
+//! transparency-dev Merkle probes, read at generation time)
 //! and from valid inputs built here with the fixed keys of `accord_fuzz`, so that mutations
 //! start past the signature checks. Config seeds are written by `fuzz/seeds.sh` with
 //! `accord-node init` / `accord-witness init`.

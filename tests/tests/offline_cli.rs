@@ -1,4 +1,4 @@
-//! accordctl's offline verification against the public vectors (../shared/vectors), run as the
+//! accordctl's offline verification against the public vectors (proto/tests/vectors), run as the
 //! real binary: the real Sigsum checkpoint with its eight witness cosignatures verifies with
 //! `accordctl note verify`, a tampered copy does not, and usage errors exit 2. Also: a node with
 //! a bad config exits non-zero naming the field, before binding any port.
@@ -9,10 +9,10 @@ use accord_tests::{bin, run_bin};
 fn vectors() -> String {
     let p = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/vectors/signed-note.txt"
+        "/../proto/tests/vectors/signed-note.txt"
     );
     std::fs::read_to_string(p)
-        .unwrap_or_else(|e| panic!("{p}: {e} (the public vectors must be beside the repository)"))
+        .unwrap_or_else(|e| panic!("{p}: {e} (the public vectors are in proto/tests/vectors)"))
 }
 
 /// The Sigsum note (the second BEGIN/END block after the "real Sigsum" heading) and the vkeys of

@@ -1,5 +1,6 @@
 //! Shared helpers for the integration tests: locating the public vectors in
-//! `../../shared/vectors/` (read in place, never copied) and picking pieces out of them.
+//! `proto/tests/vectors/` (in the repository, with their provenance and licences in its
+//! README.md) and picking pieces out of them.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
@@ -7,13 +8,10 @@ use std::path::PathBuf;
 /// The vectors directory. Its absence fails the calling test (issue 16: a public-vector test
 /// that passes without its vectors checks nothing).
 pub fn vectors_dir() -> PathBuf {
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/vectors/"
-    ));
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/"));
     assert!(
         dir.is_dir(),
-        "{} is absent: the public-vector tests need ../shared/vectors beside the repository",
+        "{} is absent: the public-vector tests need proto/tests/vectors",
         dir.display()
     );
     dir
