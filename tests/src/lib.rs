@@ -749,6 +749,33 @@ impl TestNode {
         Ok(())
     }
 
+    /// AdminService.GetStatus (ledger size, quarantine size, each peer's delivery health).
+    pub async fn status(&self) -> Result<accord_proto::pb::admin::v1::GetStatusResponse> {
+        let req = accord_proto::pb::admin::v1::GetStatusRequest::default();
+        Ok(self
+            .admin()
+            .await?
+            .get_status(self.admin_request(req))
+            .await
+            .map_err(|s| anyhow!("GetStatus: {s}"))?
+            .into_inner())
+    }
+
+    /// Enables or disables delivery to and from peer `name` (AdminService.SetPeerEnabled):
+    /// while disabled, records for it wait in its queue and its envelopes are refused.
+    pub async fn set_peer_enabled(&self, name: &str, enabled: bool) -> Result<()> {
+        let req = accord_proto::pb::admin::v1::SetPeerEnabledRequest {
+            name: name.into(),
+            enabled,
+        };
+        self.admin()
+            .await?
+            .set_peer_enabled(self.admin_request(req))
+            .await
+            .map_err(|s| anyhow!("SetPeerEnabled: {s}"))?;
+        Ok(())
+    }
+
     /// A mutual-TLS channel to `other` with this node's own TLS identity (as its federation
     /// sender connects).
     pub async fn peer_channel(&self, other: &TestNode) -> Result<Channel> {

@@ -3,6 +3,8 @@
 //! (to send hand-made envelopes).
 #![allow(dead_code)]
 
+pub mod convergence;
+
 use accord_proto::note::Signer;
 use accord_proto::pb::federation::v1::{
     self as fed, DeliverRequest, Envelope, GetReceiptsRequest, Receipt, Signed,
