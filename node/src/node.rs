@@ -41,6 +41,8 @@ pub struct Node {
     pub metrics: crate::metrics::Metrics,
     /// The node's one clock.
     pub clock: Clock,
+    /// Records past the door, waiting for their synced write (`received`, never stored).
+    pub received: Arc<crate::services::received::Received>,
 }
 
 impl Node {
@@ -239,6 +241,7 @@ pub(crate) async fn open_with(
         federation,
         metrics,
         clock,
+        received: Default::default(),
     });
     Ok(Opened {
         node,

@@ -190,17 +190,34 @@ impl ReceiptStore {
             .collect()
     }
 
-    /// GetDurability's `peers` field.
+    /// GetDurability's `peers` field: each peer's own state and decision, as the seed writes it.
     pub fn peer_durability(&self, id: &RecordId) -> Result<Vec<PeerDurability>, Error> {
         Ok(self
             .for_record(id)?
             .into_iter()
-            .map(|(peer, s)| PeerDurability {
-                peer,
-                durability: s.durability,
-                code: s.code,
-                receipt: s.receipt.into(),
+            .map(|(peer, s)| {
+                let decision = s.decision();
+                PeerDurability {
+                    peer,
+                    durability: s.durability,
+                    outcome: decision.as_ref().map_or(0, |d| d.outcome() as i32),
+                    decision: decision.map(|d| d.to_string()).unwrap_or_default(),
+                    code: s.code,
+                    receipt: s.receipt.into(),
+                }
             })
             .collect())
+    }
+}
+
+impl PeerState {
+    /// The peer's decision (`None` while its receipt carries none: `federated`).
+    pub fn decision(&self) -> Option<Decision> {
+        match Durability::try_from(self.durability).ok()? {
+            Durability::Admitted => Some(Decision::Admitted),
+            Durability::Quarantined => Some(Decision::Quarantined(self.code.clone())),
+            Durability::Rejected => Some(Decision::Rejected(self.code.clone())),
+            _ => None,
+        }
     }
 }

@@ -145,6 +145,7 @@ pub async fn append(
     id: RecordId,
 ) -> Result<pb::SubmitResponse, Error> {
     let input = crate::convert::record_from_pb(id, &record)?;
+    let _received = node.received.hold([(id, signed.payload.clone())]);
     let r = node.ledger.append(Append { id, signed, input }).await?;
     Ok(response(id, r))
 }
@@ -241,6 +242,9 @@ pub async fn submit_batch(
         }));
     }
     let ids: Vec<RecordId> = appends.iter().map(|a| a.id).collect();
+    let _received = node
+        .received
+        .hold(appends.iter().map(|a| (a.id, a.signed.payload.clone())));
     let mut appended: Vec<Option<Result<AppendResult, Error>>> = node
         .ledger
         .append_many(appends)

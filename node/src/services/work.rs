@@ -297,24 +297,47 @@ impl WorkService for WorkApi {
     ) -> Result<Response<pb::GetDurabilityResponse>, Status> {
         let caller = self.caller(&req)?;
         let id = record_id_field("record_id", &req.into_inner().record_id)?;
+        // Looked up before the ledger: a record whose write completes in between is found there.
+        let received = self.node.received.get(&id);
         let store = self.node.ledger.store();
-        let seq = match store.seq_of(&id)? {
+        let (seq, entry) = match store.seq_of(&id)? {
             Some(seq) => match store.get(seq)? {
-                Some(e) if self.rules.entry(&self.node, &caller, &e)? => seq,
+                Some(e) if self.rules.entry(&self.node, &caller, &e)? => (seq, e),
                 _ => return Err(record_not_found(&id).into()),
             },
-            None => return Err(record_not_found(&id).into()),
+            None => {
+                // Past the door, not yet synced: `received`, and nothing more to say.
+                let Some(payload) = received else {
+                    return Err(record_not_found(&id).into());
+                };
+                let e = pb::LedgerEntry {
+                    record: Some(accord_proto::pb::record::v1::SignedRecord {
+                        payload_type: RECORD_PAYLOAD_TYPE.into(),
+                        payload,
+                        signatures: Vec::new(),
+                    }),
+                    ..Default::default()
+                };
+                if !self.rules.entry(&self.node, &caller, &e)? {
+                    return Err(record_not_found(&id).into());
+                }
+                return Ok(Response::new(pb::GetDurabilityResponse {
+                    durability: pb::Durability::Received as i32,
+                    local: pb::Durability::Received as i32,
+                    ..Default::default()
+                }));
+            }
         };
         // Durability is derived, never stored per record: the checkpoints say how far it got.
         let witnessed = self.node.log.witnessed().filter(|c| seq < c.size);
         let latest = self.node.log.latest().filter(|c| seq < c.size);
-        let (durability, cp) = match (witnessed, latest) {
+        let (local, cp) = match (witnessed, latest) {
             (Some(w), _) => (pb::Durability::Witnessed, Some(w)),
             (None, Some(l)) => (pb::Durability::Included, Some(l)),
             (None, None) => (pb::Durability::Recorded, None),
         };
         let mut resp = pb::GetDurabilityResponse {
-            durability: durability as i32,
+            local: local as i32,
             sequence: seq,
             ..Default::default()
         };
@@ -329,9 +352,13 @@ impl WorkService for WorkApi {
             resp.checkpoint = cp.note;
             resp.inclusion_proof = proof.into_iter().map(|h| h.to_vec().into()).collect();
         }
-        // Federation (per peer, from the peers' receipts) and acted upon (from the projection);
-        // the overall durability is the highest reached.
+        // Federation: each peer's own state and decision (from the peers' receipts), and the
+        // peers the record goes to that have not answered yet; acted upon (from the projection).
         resp.peers = self.node.federation.receipts.peer_durability(&id)?;
+        resp.awaiting = crate::federation::route::destinations(&self.node.fed, &entry)
+            .into_iter()
+            .filter(|org| !resp.peers.iter().any(|p| &p.peer == org))
+            .collect();
         resp.acted_upon_by = self
             .node
             .projection
@@ -341,14 +368,172 @@ impl WorkService for WorkApi {
             .iter()
             .map(|a| a.to_vec().into())
             .collect();
-        if !resp.acted_upon_by.is_empty() {
-            resp.durability = pb::Durability::ActedUpon as i32;
-        }
-        resp.durability = resp
-            .peers
-            .iter()
-            .map(|p| p.durability)
-            .fold(resp.durability, i32::max);
+        resp.durability = summary(
+            local,
+            &resp.peers,
+            resp.awaiting.len(),
+            !resp.acted_upon_by.is_empty(),
+        ) as i32;
         Ok(Response::new(resp))
+    }
+}
+
+/// `GetDurabilityResponse.durability` (work.proto states the rule): what the record's author
+/// needs to know first. A rejection anywhere, then a quarantine anywhere; otherwise the progress
+/// every peer the record goes to shares (nothing from a peer that has not answered, `federated`
+/// while a peer has not decided, `admitted` once all admitted); acted upon only on top of that.
+pub(crate) fn summary(
+    local: pb::Durability,
+    peers: &[pb::PeerDurability],
+    awaiting: usize,
+    acted_upon: bool,
+) -> pb::Durability {
+    use pb::Durability as D;
+    let any = |d: D| peers.iter().any(|p| p.durability == d as i32);
+    let done = |settled: D| if acted_upon { D::ActedUpon } else { settled };
+    if any(D::Rejected) {
+        D::Rejected
+    } else if any(D::Quarantined) {
+        D::Quarantined
+    } else if peers.is_empty() && awaiting == 0 {
+        done(local)
+    } else if awaiting > 0 {
+        local
+    } else if peers.iter().all(|p| p.durability == D::Admitted as i32) {
+        done(D::Admitted)
+    } else {
+        D::Federated
+    }
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::summary;
+    use accord_proto::pb::work::v1::{Durability as D, PeerDurability};
+
+    fn at(peer: &str, d: D) -> PeerDurability {
+        PeerDurability {
+            peer: peer.into(),
+            durability: d as i32,
+            ..Default::default()
+        }
+    }
+
+    /// Seed 000, "Durability states", summed up for the author: never the numeric maximum.
+    #[test]
+    fn the_summary_rule() {
+        let w = D::Witnessed;
+        // No peer: this node's progress, or acted upon.
+        assert_eq!(summary(w, &[], 0, false), D::Witnessed);
+        assert_eq!(summary(D::Recorded, &[], 0, true), D::ActedUpon);
+        // A peer not answered yet: the progress all share is this node's.
+        assert_eq!(summary(w, &[at("a", D::Admitted)], 1, false), D::Witnessed);
+        assert_eq!(summary(w, &[], 1, true), D::Witnessed);
+        // One undecided peer holds the others' admission back.
+        let mixed = [at("a", D::Admitted), at("b", D::Federated)];
+        assert_eq!(summary(w, &mixed, 0, true), D::Federated);
+        // Every peer admitted.
+        let all = [at("a", D::Admitted), at("b", D::Admitted)];
+        assert_eq!(summary(w, &all, 0, false), D::Admitted);
+        assert_eq!(summary(w, &all, 0, true), D::ActedUpon);
+        // A rejection anywhere is the summary, whatever else happened (the maximum said acted
+        // upon); a quarantine anywhere, when none rejected.
+        let rejected = [at("a", D::Admitted), at("b", D::Rejected)];
+        assert_eq!(summary(w, &rejected, 1, true), D::Rejected);
+        let quarantined = [at("a", D::Quarantined), at("b", D::Admitted)];
+        assert_eq!(summary(w, &quarantined, 0, true), D::Quarantined);
+        let both = [at("a", D::Quarantined), at("b", D::Rejected)];
+        assert_eq!(summary(w, &both, 0, false), D::Rejected);
+    }
+}
+
+#[cfg(test)]
+mod received_tests {
+    use super::*;
+    use crate::clock::Clock;
+    use accord_proto::pb::record::v1 as rec;
+
+    fn with_token<T>(t: T, token: &str) -> Request<T> {
+        let mut r = Request::new(t);
+        r.metadata_mut()
+            .insert("authorization", format!("Bearer {token}").parse().unwrap());
+        r
+    }
+
+    /// Seed 000, "Durability states": `received` — "The request was validated; no durability
+    /// promise; not kept, only in the response". A record past the door whose synced write is
+    /// still under way reads `received`, to its author and the operator only as the record
+    /// itself would be; once in the ledger it reads `recorded` (or further), and nothing of
+    /// `received` remains.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn received_while_the_write_is_under_way() {
+        let tmp = tempfile::tempdir().unwrap();
+        let made = crate::init::init(&crate::init::InitOptions {
+            dir: tmp.path().join("acme"),
+            name: "acme".into(),
+            parties: vec!["alice".into(), "bob".into(), "carol".into()],
+            listen: "127.0.0.1:0".into(),
+        })
+        .unwrap();
+        let config = crate::config::Config::load(&made.config).unwrap();
+        let (clock, _manual) = Clock::manual(1_000);
+        let node = crate::node::open(config, clock).await.unwrap().node;
+        let api = WorkApi {
+            node: node.clone(),
+            rules: Arc::new(Visibility::new(&node.config)),
+            streams: Arc::new(Semaphore::new(1)),
+            shutdown: Default::default(),
+            verifier: Arc::new(super::super::submit::BatchVerifier::per_core(16).unwrap()),
+        };
+        let token = |p: &str| {
+            made.parties
+                .iter()
+                .find(|(n, _, _)| n == p)
+                .map(|(_, _, t)| t.clone())
+                .unwrap()
+        };
+        let r = crate::projection::tests::request("c-received");
+        let a = crate::projection::tests::append_of(&node.signer, &r);
+        let author = prost::Message::decode(a.signed.payload.as_ref())
+            .map(|r: rec::Record| r.author.unwrap().name)
+            .unwrap();
+        assert_eq!(author, "alice");
+        let ask = |token: String| {
+            let api = api.clone();
+            let id = a.id;
+            async move {
+                api.get_durability(with_token(
+                    pb::GetDurabilityRequest {
+                        record_id: id.to_vec().into(),
+                    },
+                    &token,
+                ))
+                .await
+            }
+        };
+        // Not received yet: unknown.
+        let e = ask(made.admin_token.clone()).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::NotFound);
+
+        let held = node.received.hold([(a.id, a.signed.payload.clone())]);
+        let d = ask(made.admin_token.clone()).await.unwrap().into_inner();
+        assert_eq!(
+            (d.durability(), d.local(), d.sequence, d.peers.len()),
+            (pb::Durability::Received, pb::Durability::Received, 0, 0)
+        );
+        let d = ask(token(&author)).await.unwrap().into_inner();
+        assert_eq!(d.durability(), pb::Durability::Received);
+        let e = ask(token("carol")).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::NotFound, "as hidden as the record");
+
+        // Synced: recorded, whether or not the hold is still there.
+        let id = a.id;
+        node.ledger.append(a).await.unwrap();
+        let d = ask(made.admin_token.clone()).await.unwrap().into_inner();
+        assert_eq!(d.local(), pb::Durability::Recorded);
+        drop(held);
+        assert_eq!(node.received.get(&id), None);
+        let d = ask(made.admin_token.clone()).await.unwrap().into_inner();
+        assert_eq!(d.local(), pb::Durability::Recorded);
     }
 }
