@@ -5,12 +5,16 @@
 #   FUZZ_PROTO_ONLY=1 scripts/fuzz.sh 30      only the targets that do not link accord-node
 #
 # Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`). The fuzz crate is
-# not a workspace member (fuzz/, own lock file and target dir). Targets that depend on
-# accord-node / accord-witness link RocksDB: when the workspace build already compiled
-# librocksdb.a, librocksdb-sys links that archive instead of compiling RocksDB's C++ again.
+# not a workspace member (fuzz/, own lock file and target dir); it only wraps the targets'
+# bodies, which live in fuzz/targets (a workspace member: `cargo test -p accord-fuzz-targets`
+# replays every target over fuzz/seeds, fuzz/corpus and fuzz/artifacts on the stable
+# toolchain). Targets that depend on accord-node / accord-witness link RocksDB: when the
+# workspace build already compiled librocksdb.a, librocksdb-sys links that archive instead of
+# compiling RocksDB's C++ again.
 #
-# Seeds: fuzz/seeds.sh (generated, partly from proto/tests/vectors). New inputs found
-# are kept in fuzz/corpus/<target>/, crashes in fuzz/artifacts/<target>/. One line per target
+# Seeds: fuzz/seeds/<target>/ (committed; fuzz/seeds.sh regenerates them, partly from
+# proto/tests/vectors). New inputs found are kept in fuzz/corpus/<target>/, crashes in
+# fuzz/artifacts/<target>/ (both local; the replay test runs them too). One line per target
 # is printed and appended to fuzz/results.tsv: target, seconds, executions, crashes. The exit
 # status is non-zero when any target crashed.
 set -euo pipefail
@@ -45,7 +49,6 @@ targets=("$@")
 # every crate of ours forbids unsafe code, and the coverage-guided search runs several times
 # faster without ASan.
 cargo +nightly fuzz build -s none -a "${features[@]}" >&2
-bash seeds.sh >&2
 bin=target/x86_64-unknown-linux-gnu/release
 
 failed=0
@@ -54,7 +57,7 @@ for t in "${targets[@]}"; do
   mkdir -p "corpus/$t" "artifacts/$t"
   log=$(mktemp)
   status=0
-  "$bin/$t" "corpus/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+  "$bin/$t" "corpus/$t" "seeds/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="artifacts/$t/" >"$log" 2>&1 || status=$?
   execs=$(awk '/stat::number_of_executed_units/ { print $2 }' "$log")
   crashes=$(ls "artifacts/$t" | wc -l)

@@ -1,40 +1,10 @@
 //! The node's edge for a submitted record (`services/work.rs` `verify_local`, federation
 //! `inbox::check`): payload type, protobuf decoding, identifier bounds and the conversion into
 //! the kernel's form (`convert::record_from_pb`), whose errors name the offending field.
+//!
+//! The body is `accord_fuzz_targets::targets::record_edge::run` (fuzz/targets), which the suite also
+//! replays over the saved inputs on the stable toolchain.
 #![no_main]
+#![forbid(unsafe_code)]
 
-use accord_node::fuzzing as convert;
-use accord_proto::pb::record::v1::{Record, SignedRecord};
-use accord_proto::signing::{RECORD_PAYLOAD_TYPE, record_id};
-use libfuzzer_sys::fuzz_target;
-use prost::Message;
-
-fuzz_target!(|data: &[u8]| {
-    // Either a whole SignedRecord or a bare Record payload: the fuzzer reaches both.
-    let payload = match SignedRecord::decode(data) {
-        Ok(s) if s.payload_type == RECORD_PAYLOAD_TYPE => s.payload.to_vec(),
-        _ => data.to_vec(),
-    };
-    let Ok(record) = Record::decode(payload.as_slice()) else {
-        return;
-    };
-    let id = record_id(RECORD_PAYLOAD_TYPE, &payload);
-    match convert::record_from_pb(id, &record) {
-        Ok(k) => {
-            // What the edge accepts, replay accepts too, to the same kernel record.
-            let again = convert::record_from_pb_recorded(id, &record).expect("replay converts");
-            assert_eq!(format!("{k:?}"), format!("{again:?}"));
-            assert_eq!(
-                k.author.organisation,
-                record.author.as_ref().unwrap().organisation
-            );
-        }
-        Err(e) => {
-            // A refusal is InvalidArgument naming a field, and never echoes a large input.
-            let msg = e.to_string();
-            assert!(msg.len() < 4096, "error message of {} bytes", msg.len());
-            let status = tonic::Status::from(e);
-            assert_eq!(status.code(), tonic::Code::InvalidArgument, "{msg}");
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| accord_fuzz_targets::targets::record_edge::run(data));

@@ -1,37 +1,9 @@
 //! The witness's config file: TOML → validated `Config`, paths resolved against a witness
 //! directory made by `accord-witness init`.
+//!
+//! The body is `accord_fuzz_targets::targets::witness_config::run` (fuzz/targets), which the suite also
+//! replays over the saved inputs on the stable toolchain.
 #![no_main]
+#![forbid(unsafe_code)]
 
-use accord_fuzz::scratch_dir;
-use accord_witness::Config;
-use libfuzzer_sys::fuzz_target;
-use std::path::PathBuf;
-use std::sync::OnceLock;
-
-fn base() -> &'static PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = scratch_dir("witness-config").join("w");
-        if !dir.join("witness.toml").exists() {
-            accord_witness::init::init(&accord_witness::init::InitOptions {
-                dir: dir.clone(),
-                name: "w1.example".into(),
-                sans: vec![],
-                grpc_listen: "127.0.0.1:0".into(),
-                http_listen: "127.0.0.1:0".into(),
-            })
-            .expect("init");
-        }
-        dir
-    })
-}
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    if let Err(e) = Config::from_toml(text, base()) {
-        let msg = e.to_string();
-        assert!(msg.len() < 8192, "error of {} bytes", msg.len());
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| accord_fuzz_targets::targets::witness_config::run(data));

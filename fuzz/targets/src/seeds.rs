@@ -1,17 +1,11 @@
-//! Writes the seed corpora (`fuzz/seeds.sh` runs it): not a fuzz target but a libFuzzer
-//! binary built with them, so generating seeds costs no second build of the dependencies. On
-//! its first input (run it with `-runs=0`) it reads `ACCORD_VECTORS` (the vectors dir) and
-//! writes seeds under `ACCORD_CORPUS/<target>/`.
-//!
-//! Seeds come from the public vectors in `proto/tests/vectors` (signed notes, keys, RFC 6962 and
-//! transparency-dev Merkle probes, read at generation time)
-//! and from valid inputs built here with the fixed keys of `accord_fuzz`, so that mutations
-//! start past the signature checks. Config seeds are written by `fuzz/seeds.sh` with
-//! `accord-node init` / `accord-witness init`.
-#![no_main]
-#![forbid(unsafe_code)]
-
-use accord_fuzz::*;
+//! The seed corpora (`fuzz/seeds/<target>/`, committed), written by `fuzz/seeds.sh` through the
+//! `accord-fuzz-seeds` binary: inputs built with the fixed keys of this crate, so that mutations
+//! start past the signature checks, and inputs from the public vectors in `proto/tests/vectors`
+//! (signed notes, keys, RFC 6962 and transparency-dev Merkle probes). With the `node` feature,
+//! also config files written by `accord-node init` / `accord-witness init` and variants of them.
+//! Everything but the config files (their keys and tokens are fresh at each `init`) is the same
+//! at every generation.
+use crate::*;
 use accord_proto::checkpoint::Checkpoint;
 use accord_proto::merkle::{self, Hash};
 use accord_proto::pb::federation::v1::{Envelope, Receipt, ReceiptKind, Signed};
@@ -205,18 +199,11 @@ fn proven_receipt() -> Vec<u8> {
     })
 }
 
-libfuzzer_sys::fuzz_target!(|_data: &[u8]| {
-    static DONE: std::sync::Once = std::sync::Once::new();
-    DONE.call_once(|| {
-        let vectors = std::env::var("ACCORD_VECTORS").expect("ACCORD_VECTORS: the vectors dir");
-        let corpus = std::env::var("ACCORD_CORPUS").expect("ACCORD_CORPUS: the output dir");
-        generate(Path::new(&vectors), &corpus);
-    });
-});
-
-fn generate(vectors: &Path, corpus: &str) {
+/// Writes the seeds under `corpus/<target>/` from the vectors directory `vectors`; returns how
+/// many.
+pub fn generate(vectors: &Path, corpus: &Path) -> usize {
     let mut out = Out {
-        root: PathBuf::from(corpus),
+        root: corpus.to_path_buf(),
         n: 0,
     };
 
@@ -310,5 +297,54 @@ fn generate(vectors: &Path, corpus: &str) {
         }),
     );
     out.put("receipt", proven_receipt());
-    eprintln!("wrote {} seeds under {}", out.n, out.root.display());
+    #[cfg(feature = "node")]
+    configs(&mut out);
+    out.n
+}
+
+/// Config files as `init` writes them (the config targets resolve their paths against a
+/// directory made by the same init, so these seeds validate), and variants that reach more of
+/// validation: peers, witnesses, limits, federation.
+#[cfg(feature = "node")]
+fn configs(out: &mut Out) {
+    let tmp = std::env::temp_dir().join(format!("accord-fuzz-seeds-{}", std::process::id()));
+    let (n, w) = (tmp.join("n"), tmp.join("w"));
+    accord_node::init::init(&accord_node::init::InitOptions {
+        dir: n.clone(),
+        name: "acme".into(),
+        parties: vec!["alice".into()],
+        listen: "127.0.0.1:0".into(),
+    })
+    .expect("node init");
+    accord_witness::init::init(&accord_witness::init::InitOptions {
+        dir: w.clone(),
+        name: "w1.example".into(),
+        sans: vec![],
+        grpc_listen: "127.0.0.1:0".into(),
+        http_listen: "127.0.0.1:0".into(),
+    })
+    .expect("witness init");
+    let read =
+        |p: PathBuf| std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let node = read(n.join("accord.toml"));
+    let witness = read(w.join("witness.toml"));
+    let witness_vkey = read(w.join("witness.vkey"));
+    let node_vkey = read(n.join("keys/node.vkey"));
+    out.put("node_config", &node);
+    out.put(
+        "node_config",
+        format!(
+            "{node}\n[federation]\nbatch_size = 4\nquarantine_timeout_ms = 1000\n\n[limits]\nmax_connections = 10\n\n[[witnesses.list]]\nvkey = \"{}\"\nendpoint = \"https://127.0.0.1:1\"\nca = \"tls/ca.pem\"\n",
+            witness_vkey.trim()
+        ),
+    );
+    out.put("witness_config", &witness);
+    out.put(
+        "witness_config",
+        format!(
+            "{witness}\n[[logs]]\norigin = \"acme.accord/log\"\nvkeys = [\"{}\"]\n",
+            node_vkey.trim()
+        ),
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -1,9 +1,44 @@
-//! Fixed keys and inputs shared by the fuzz targets and the seed generator (`examples/gen_seeds.rs`).
+//! The bodies of Accord's fuzz targets (issue 16), as plain functions: `fuzz/fuzz_targets/`
+//! wraps each in libFuzzer's `fuzz_target!` (nightly, `scripts/fuzz.sh`), and
+//! `tests/replay.rs` runs each over its committed seeds (`fuzz/seeds/<target>/`) and whatever
+//! `fuzz/corpus/<target>/` and `fuzz/artifacts/<target>/` hold, as a normal `cargo test` on the
+//! stable toolchain (issue 30, item 2): a target that stops compiling, or an input that once
+//! crashed, fails the suite. The targets that need the node or the witness (`node` feature, on
+//! by default) link RocksDB.
+//!
+//! Below: fixed keys and inputs shared by the targets and the seed generator ([`seeds`]).
 //!
 //! Keys are derived from constant seeds so that a seed corpus generated once keeps verifying:
 //! a target that checks signatures then reaches the code behind a valid signature when the
 //! fuzzer mutates a valid input, not only the "bad signature" exits.
 #![forbid(unsafe_code)]
+
+pub mod seeds;
+pub mod targets;
+
+/// A target's body: one execution over one input, panicking when a property fails.
+pub type Target = fn(&[u8]);
+
+/// Every target, by the name of its `fuzz/fuzz_targets/<name>.rs` and its seeds directory,
+/// with its body. The five that link the node or the witness need the `node` feature.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("note", targets::note::run),
+    ("keys", targets::keys::run),
+    ("checkpoint", targets::checkpoint::run),
+    ("merkle", targets::merkle::run),
+    ("signed_record", targets::signed_record::run),
+    ("receipt", targets::receipt::run),
+    #[cfg(feature = "node")]
+    ("record_edge", targets::record_edge::run),
+    #[cfg(feature = "node")]
+    ("envelope", targets::envelope::run),
+    #[cfg(feature = "node")]
+    ("node_config", targets::node_config::run),
+    #[cfg(feature = "node")]
+    ("witness_config", targets::witness_config::run),
+    #[cfg(feature = "node")]
+    ("witness_body", targets::witness_body::run),
+];
 
 use accord_proto::checkpoint::{Checkpoint, Cosigner};
 use accord_proto::merkle::{self, Hash};
