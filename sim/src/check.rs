@@ -1,11 +1,12 @@
 //! The invariants of a run (issue 16, item 2), each broken one kept as a violation.
 
+use crate::Tamper;
 use crate::fixture::ORGS;
 use crate::world::World;
 use accord_node::embed::EmbeddedNode;
 use accord_proto::pb::federation::v1::Signed;
-use accord_proto::pb::record::v1::{AdmissionOutcome, Record, record::Operation};
-use accord_proto::pb::work::v1::LedgerEntry;
+use accord_proto::pb::record::v1::{AdmissionOutcome, PartyRef, Record, record::Operation};
+use accord_proto::pb::work::v1::{GetCommitmentResponse, LedgerEntry};
 use prost::Message;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,7 +22,8 @@ pub async fn all(w: &World) {
         .map(|i| w.node(i).map(|n| ledger(w, i, &n)).unwrap_or_default())
         .collect();
     delivered_once_in_order(w, &ledgers);
-    same_state(w);
+    same_view(w);
+    decided(w);
     receipts_verify(w);
 }
 
@@ -174,40 +176,225 @@ fn delivered_once_in_order(w: &World, ledgers: &[Vec<Entry>]) {
     }
 }
 
-/// Every organisation holding a commitment derives the same state for it.
-fn same_state(w: &World) {
-    for p in &w.plans {
-        let mut seen: Option<(String, String)> = None;
-        for &i in &p.orgs() {
+/// The commitments of a run: the plans' and the races'.
+fn commitment_ids(w: &World) -> Vec<String> {
+    w.plans
+        .iter()
+        .map(|p| p.id.clone())
+        .chain(w.races.iter().map(|r| r.id.clone()))
+        .collect()
+}
+
+/// The organisations a view names in a role (issue 26 item 4: each of them holds the
+/// commitment, so each must have received it).
+fn named_orgs(v: &GetCommitmentResponse) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut add = |p: Option<&PartyRef>| {
+        if let Some(p) = p {
+            out.insert(p.organisation.clone());
+        }
+    };
+    for p in [
+        &v.obligee,
+        &v.obligor,
+        &v.acceptor,
+        &v.principal,
+        &v.accountable,
+    ] {
+        add(p.as_ref());
+    }
+    v.candidates.iter().for_each(|p| add(Some(p)));
+    v.nominees.iter().for_each(|p| add(Some(p)));
+    for o in [&v.pending_delegate, &v.pending_assign]
+        .into_iter()
+        .flatten()
+    {
+        add(o.to.as_ref());
+    }
+    for g in &v.gates {
+        add(g.owner.as_ref());
+        add(g.addressed_to.as_ref());
+        g.participants.iter().for_each(|p| add(p.party.as_ref()));
+    }
+    out
+}
+
+/// The compared fields of a view, each by name. Excluded, as legitimately local: `history`
+/// (each node's ledger order of arrival, its own admission declarations, and the outcomes of
+/// records that stayed at their author), replaced by `applied`, the set of applied records
+/// (sorted: every holder must have applied the same records, in whatever ledger order);
+/// `commitment_id` (equal by construction). Every node is read at one instant (the world sets
+/// the clock offsets to 0 first), so the fields derived at the reader's now (flags, category,
+/// assignment at lease end, gate status at a deadline) compare too.
+fn view_fields(v: &GetCommitmentResponse) -> Vec<(&'static str, String)> {
+    let mut applied: Vec<String> = v
+        .history
+        .iter()
+        .filter(|h| h.operation != "admission" && h.outcome.as_ref().is_some_and(|o| o.applied))
+        .map(|h| format!("{} {}", h.operation, hex::encode(&h.record_id)))
+        .collect();
+    applied.sort();
+    macro_rules! f {
+        ($($name:ident),* $(,)?) => {
+            vec![$((stringify!($name), format!("{:?}", v.$name))),*]
+        };
+    }
+    let mut out = f!(
+        state,
+        items,
+        terminal,
+        category,
+        flags,
+        next_move,
+        next_move_reason,
+        assignment,
+        open_revokes,
+        disputes,
+        deferral,
+        version,
+        obligee,
+        obligor,
+        acceptor,
+        forward_count,
+        reopened_as,
+        reopens,
+        execution,
+        control,
+        control_holder,
+        liveness,
+        gates,
+        candidates,
+        principal,
+        accountable,
+        budget,
+        consumed,
+        budget_exhausted,
+        lease_until_unix_ms,
+        counter_version,
+        pending_delegate,
+        pending_assign,
+        nominees,
+        stop,
+        handover,
+        attention_marks,
+        terms_version_number,
+    );
+    out.push(("applied", format!("{applied:?}")));
+    out
+}
+
+/// Issue 26 item 6 (extends issue 16's `same_state`, which compared state, parties and the
+/// applied history in ledger order): after quiescence every organisation holding a
+/// commitment — every one whose node shows it, and every one a holder's view names in a role —
+/// shows it, and shows an identical view of it ([`view_fields`]: state, items, axes,
+/// category, gates, assignment, obligor, deferral, revokes, terms version, ...).
+fn same_view(w: &World) {
+    let mut tampered = false;
+    for id in commitment_ids(w) {
+        let mut views: Vec<(usize, GetCommitmentResponse)> = Vec::new();
+        let mut up: Vec<usize> = Vec::new();
+        for i in 0..ORGS.len() {
             let Some(n) = w.node(i) else { continue };
-            let Some(v) = n.commitment(&p.id) else {
-                if p.stage != crate::workload::Stage::Request {
-                    w.net
-                        .violation(format!("{}: commitment {} is unknown", ORGS[i].0, p.id));
+            up.push(i);
+            if let Some(v) = n.commitment(&id) {
+                views.push((i, v));
+            }
+        }
+        if !tampered && views.len() >= 2 {
+            match w.opts.tamper {
+                Tamper::View => {
+                    views[0].1.state = "tampered".into();
+                    tampered = true;
                 }
+                Tamper::Missing => {
+                    // Keep what it names, drop what it shows.
+                    let v = views.remove(0).1;
+                    views.push((
+                        usize::MAX,
+                        GetCommitmentResponse {
+                            state: String::new(),
+                            ..v
+                        },
+                    ));
+                    tampered = true;
+                }
+                _ => {}
+            }
+        }
+        let named: BTreeSet<String> = views.iter().flat_map(|(_, v)| named_orgs(v)).collect();
+        let views: Vec<(usize, GetCommitmentResponse)> = views
+            .into_iter()
+            .filter(|(i, _)| *i != usize::MAX)
+            .collect();
+        for &i in &up {
+            let org = ORGS[i].0;
+            if named.contains(org) && !views.iter().any(|(j, _)| *j == i) {
+                let by: Vec<&str> = views
+                    .iter()
+                    .filter(|(_, v)| named_orgs(v).contains(org))
+                    .map(|(j, _)| ORGS[*j].0)
+                    .collect();
+                w.net.violation(format!(
+                    "same_view: commitment {id}: {org} is named in it (by the views at {by:?}) but does not show it ({})",
+                    quarantined_at(w, i)
+                ));
+            }
+        }
+        let Some(((first, v0), rest)) = views.split_first() else {
+            continue;
+        };
+        let f0 = view_fields(v0);
+        for (i, v) in rest {
+            let diff: Vec<String> = f0
+                .iter()
+                .zip(view_fields(v))
+                .filter(|((_, a), (_, b))| a != b)
+                .map(|((name, a), (_, b))| format!("{name}: {a} vs {b}"))
+                .collect();
+            if !diff.is_empty() {
+                w.net.violation(format!(
+                    "same_view: commitment {id}: {} and {} differ: {}",
+                    ORGS[*first].0,
+                    ORGS[*i].0,
+                    diff.join("; ")
+                ));
+            }
+        }
+    }
+}
+
+/// Issue 26 item 3: no party's record is silently dropped. After quiescence every record a
+/// race acknowledged shows, at its author's node, as applied or as rejected with a code — not
+/// as still waiting for its commitment's order.
+fn decided(w: &World) {
+    let mut tampered = false;
+    for r in &w.races {
+        for (i, rid) in &r.acked {
+            let Some(n) = w.node(*i) else { continue };
+            let Some(v) = n.commitment(&r.id) else {
                 continue;
             };
-            let history: Vec<(String, String)> = v
-                .history
-                .iter()
-                // A record the kernel rejected stays with its author (it is not routed), and an
-                // admission declaration is each node's own link: neither is shared state.
-                .filter(|h| {
-                    h.operation != "admission" && h.outcome.as_ref().is_some_and(|o| o.applied)
-                })
-                .map(|h| (hex::encode(&h.record_id), h.operation.clone()))
-                .collect();
-            let state = format!(
-                "state={} terminal={} obligee={:?} obligor={:?} acceptor={:?} principal={:?} history={history:?}",
-                v.state, v.terminal, v.obligee, v.obligor, v.acceptor, v.principal
-            );
-            match &seen {
-                None => seen = Some((ORGS[i].0.to_string(), state)),
-                Some((org, s)) if *s != state => w.net.violation(format!(
-                    "commitment {}: {org} derives {s}, {} derives {state}",
-                    p.id, ORGS[i].0
-                )),
-                Some(_) => {}
+            let Some(h) = v.history.iter().find(|h| h.record_id.as_ref() == rid) else {
+                continue;
+            };
+            let mut outcome = h.outcome.clone().unwrap_or_default();
+            if w.opts.tamper == Tamper::Pending && !tampered {
+                outcome.applied = false;
+                outcome.rejection_code = "awaiting_sequence".into();
+                tampered = true;
+            }
+            let pending = !outcome.applied
+                && (outcome.rejection_code.is_empty()
+                    || outcome.rejection_code == "awaiting_sequence");
+            if pending {
+                w.net.violation(format!(
+                    "decided: {}'s record {} ({}) on {} is still undecided at its author after quiescence ({:?})",
+                    ORGS[*i].0,
+                    hex::encode(rid),
+                    h.operation,
+                    r.id,
+                    outcome.rejection_code
+                ));
             }
         }
     }

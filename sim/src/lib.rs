@@ -18,6 +18,12 @@
 //! stored receipts verify; no witness co-signs two roots for one size, and no witness's size
 //! goes back.
 //!
+//! Issue 26 (item 6) adds races ([`workload::Race`]): deadlines landing within a tick of a
+//! party's record, per-node clock offsets, organisations joining mid-way and concurrent
+//! conflicting records; and the invariant that after quiescence every organisation holding a
+//! commitment shows the same view of it (`check::same_view`) and every party's record is
+//! decided (`check::decided`).
+//!
 //! `SIM_SEED=<seed> cargo test -p accord-sim` replays one seed; `scripts/simulate.sh --seeds N`
 //! runs many.
 #![forbid(unsafe_code)]
@@ -51,6 +57,27 @@ pub struct Options {
     pub steps: usize,
     /// Commitments the workload opens (at most).
     pub commitments: usize,
+    /// Races the workload opens (at most; issue 26 item 6).
+    pub races: usize,
+    /// The race classes drawn from ([`workload::Class::bit`]s); `Skew` also gives each node a
+    /// fixed clock offset within half of [`world::SKEW_MS`].
+    pub classes: u8,
+    /// A deliberate break of what the checks read (tests only: the checks can fire).
+    pub tamper: Tamper,
+}
+
+/// What [`check`] is handed broken on purpose, to show that the convergence checks fire.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Tamper {
+    /// Nothing.
+    #[default]
+    None,
+    /// One holder's view of one shared commitment shows another state.
+    View,
+    /// One holder of one shared commitment does not show it.
+    Missing,
+    /// One acknowledged race record shows as still waiting for its order at its author.
+    Pending,
 }
 
 impl Default for Options {
@@ -58,6 +85,9 @@ impl Default for Options {
         Options {
             steps: 120,
             commitments: 4,
+            races: 3,
+            classes: workload::Class::ALL.iter().fold(0, |m, c| m | c.bit()),
+            tamper: Tamper::None,
         }
     }
 }
@@ -81,6 +111,8 @@ pub struct Report {
     pub deliveries: u64,
     /// What the network did.
     pub net: net::NetStats,
+    /// Records the races (issue 26) had acknowledged.
+    pub race_records: usize,
 }
 
 /// Runs one seed on a fresh current-thread runtime; directories are removed afterwards.

@@ -1,6 +1,7 @@
 //! `accord-sim --seeds N [--from S]`: runs seeds S..S+N of the deterministic simulation and
 //! prints one line per failing seed (with the command that replays it) and a summary line.
-//! `--steps`, `--commitments` shape each run; `--jobs` (default `SIM_JOBS` or the machine's
+//! `--steps`, `--commitments`, `--races N`, `--class C` (issue 26: deadline, skew, join,
+//! conflict; repeatable) shape each run; `--jobs` (default `SIM_JOBS` or the machine's
 //! parallelism) runs seeds side by side.
 
 use std::process::ExitCode;
@@ -23,6 +24,28 @@ fn main() -> ExitCode {
     }
     if let Some(c) = arg(&args, "--commitments") {
         opts.commitments = c as usize;
+    }
+    if let Some(r) = arg(&args, "--races") {
+        opts.races = r as usize;
+    }
+    // `--class deadline|skew|join|conflict` (repeatable): only those race classes (issue 26).
+    let classes: Vec<&str> = args
+        .iter()
+        .zip(args.iter().skip(1))
+        .filter(|(a, _)| *a == "--class")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    if !classes.is_empty() {
+        opts.classes = 0;
+        for c in classes {
+            match accord_sim::workload::Class::parse(c) {
+                Some(c) => opts.classes |= c.bit(),
+                None => {
+                    eprintln!("unknown class {c} (deadline, skew, join, conflict)");
+                    return ExitCode::from(2);
+                }
+            }
+        }
     }
     let started = Instant::now();
     let (mut failed, mut acked, mut crashes, mut accepted, mut deliveries) =

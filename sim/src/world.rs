@@ -3,9 +3,10 @@
 
 use crate::fixture::{self, ORGS, Org, WITNESSES};
 use crate::net::{Faults, Net, SimPeers, SimWitness};
+use crate::workload::{Act, At, Class, Race, RaceKind};
 use crate::workload::{Plan, Stage};
 use crate::{Options, Report, SimError};
-use accord_node::clock::{Clock, ManualClock};
+use accord_node::clock::{Clock, ManualClock, TimeSource};
 use accord_node::embed::{EmbeddedNode, WitnessEndpoint, WitnessTransport};
 use accord_proto::signing;
 use accord_witness::{Limits, LogConfig, Witness, WitnessOptions};
@@ -16,6 +17,35 @@ use std::sync::Arc;
 
 /// The simulated time the run starts at (2026-01-01).
 const START_MS: i64 = 1_767_225_600_000;
+
+/// The clock skew every node tolerates (`clock.skew_ms`, issue 26 item 2): two nodes' clocks
+/// differ by at most this much in a run, so each node's offset is within half of it.
+pub const SKEW_MS: i64 = 2_000;
+
+/// A node's clock: the run's driven clock plus the node's fixed offset (issue 26 item 6(b)).
+#[derive(Debug)]
+pub struct OffsetClock {
+    base: Arc<ManualClock>,
+    offset: std::sync::atomic::AtomicI64,
+}
+
+impl OffsetClock {
+    /// The offset in ms.
+    pub fn offset(&self) -> i64 {
+        self.offset.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Sets the offset (the checks read every node at one instant: offset 0).
+    pub fn set_offset(&self, ms: i64) {
+        self.offset.store(ms, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl TimeSource for OffsetClock {
+    fn now_ms(&self) -> i64 {
+        self.base.now_ms() + self.offset()
+    }
+}
 
 /// One acknowledged record: its id and sequence.
 pub type Acked = ([u8; 32], u64);
@@ -35,12 +65,22 @@ pub struct World {
     pub(crate) plans: Vec<Plan>,
     down: BTreeSet<usize>,
     witness_sizes: BTreeMap<(String, String), u64>,
+    /// Each node's clock (issue 26 item 6(b)).
+    pub(crate) clocks: Vec<Arc<OffsetClock>>,
+    /// The races' own RNG, so that the schedule of the faulty phase drawn from `rng` is the
+    /// same with or without races (seeds 32, 43 and 90 stay the regression they were).
+    race_rng: StdRng,
+    /// The races (issue 26 item 6).
+    pub(crate) races: Vec<Race>,
+    /// The latest deadline a race set: quiescence runs past it on every clock.
+    latest_deadline: i64,
+    pub(crate) opts: Options,
 }
 
 impl World {
     /// Runs `seed`: set-up, the faulty phase, healing, quiescence, the invariants.
     pub async fn run(seed: u64, opts: Options, forge: bool) -> Result<Report, SimError> {
-        let mut w = World::new(seed).await?;
+        let mut w = World::new(seed, opts).await?;
         if forge {
             w.acked.entry(0).or_default().push(([0xAB; 32], 0));
         }
@@ -49,6 +89,10 @@ impl World {
         }
         w.heal().await?;
         w.quiesce().await?;
+        // Every node is read at one instant: the derived view depends on the reader's now.
+        for c in &w.clocks {
+            c.set_offset(0);
+        }
         crate::check::all(&w).await;
         let accepted = w
             .plans
@@ -71,13 +115,16 @@ impl World {
             accepted,
             deliveries: w.net.checked(),
             net: w.net.stats(),
+            race_records: w.races.iter().map(|r| r.acked.len()).sum(),
         };
         w.shutdown().await;
         Ok(report)
     }
 
-    async fn new(seed: u64) -> Result<World, SimError> {
+    async fn new(seed: u64, opts: Options) -> Result<World, SimError> {
         let mut rng = StdRng::seed_from_u64(seed);
+        // Issue 26: a separate stream ("26" in the high bits) for the races and clock offsets.
+        let mut race_rng = StdRng::seed_from_u64(seed ^ 0x2626_0000_0000_0000);
         // On a RAM file system when there is one: a crash here is a process crash (what was
         // written survives, synced or not), so synced writes need not wait for a disk.
         // `SIM_DIR` overrides.
@@ -97,6 +144,20 @@ impl World {
             .collect();
         let net = Arc::new(Net::new(seed, chains));
         let (clock, manual) = Clock::manual(START_MS);
+        let skew = opts.classes & Class::Skew.bit() != 0 && opts.races > 0;
+        let clocks: Vec<Arc<OffsetClock>> = (0..ORGS.len())
+            .map(|_| {
+                let offset = if skew {
+                    race_rng.gen_range(-SKEW_MS / 2..=SKEW_MS / 2)
+                } else {
+                    0
+                };
+                Arc::new(OffsetClock {
+                    base: manual.clone(),
+                    offset: std::sync::atomic::AtomicI64::new(offset),
+                })
+            })
+            .collect();
         let wclock = Arc::new(accord_witness::ManualClock::new((START_MS / 1000) as u64));
         let w = World {
             seed,
@@ -112,8 +173,15 @@ impl World {
             plans: Vec::new(),
             down: BTreeSet::new(),
             witness_sizes: BTreeMap::new(),
+            clocks,
+            race_rng,
+            races: Vec::new(),
+            latest_deadline: 0,
+            opts,
         };
-        w.net.note(&format!("seed {seed} k {k}"));
+        let offsets: Vec<i64> = w.clocks.iter().map(|c| c.offset()).collect();
+        w.net
+            .note(&format!("seed {seed} k {k} offsets {offsets:?}"));
         for (j, &name) in WITNESSES.iter().enumerate() {
             let wt = w.open_witness(j)?;
             w.net.set_witness(name, Some(wt));
@@ -164,7 +232,8 @@ impl World {
             });
             witnesses.push((key.verifier(), name.to_string(), t));
         }
-        EmbeddedNode::open(o.config.clone(), self.clock.clone(), peers, witnesses)
+        let clock = Clock::from_source(self.clocks[i].clone());
+        EmbeddedNode::open(o.config.clone(), clock, peers, witnesses)
             .await
             .map(Arc::new)
             .map_err(|e| SimError::Open {
@@ -278,6 +347,7 @@ impl World {
             }
         }
         self.witness_sizes_grow().await;
+        self.race_step().await;
         Ok(())
     }
 
@@ -312,6 +382,12 @@ impl World {
         } else {
             open[self.rng.gen_range(0..open.len())]
         };
+        for i in [self.plans[p].obligee, self.plans[p].obligor] {
+            if let Some(n) = self.node(i) {
+                let v = n.commitment(&self.plans[p].id);
+                self.plans[p].sync(v.as_ref());
+            }
+        }
         let author = self.plans[p].author();
         let Some(node) = self.node(author) else {
             return;
@@ -323,7 +399,9 @@ impl World {
         if !in_turn && !out_of_turn {
             return;
         }
-        let Some(record) = self.plans[p].record(view.as_ref(), self.clock.now_ms(), nonce) else {
+        // Declared at the author's own clock (issue 26 item 6(b)).
+        let now = self.clocks[author].now_ms();
+        let Some(record) = self.plans[p].record(view.as_ref(), now, nonce) else {
             return;
         };
         let signed = signing::sign_record(&self.orgs[author].party_key, &record);
@@ -350,6 +428,181 @@ impl World {
                 s.message()
             )),
         }
+    }
+
+    /// One step of the races (issue 26 item 6), from their own RNG: a new race, or the next
+    /// move of an open one.
+    async fn race_step(&mut self) {
+        let kinds: Vec<(RaceKind, Class)> = RaceKind::ALL
+            .iter()
+            .flat_map(|&k| k.classes().iter().map(move |&c| (k, c)))
+            .filter(|(_, c)| self.opts.classes & c.bit() != 0)
+            .collect();
+        if self.opts.races == 0 || kinds.is_empty() {
+            return;
+        }
+        let r = self.race_rng.gen_range(0..100);
+        let open: Vec<usize> = (0..self.races.len())
+            .filter(|&k| self.races[k].next < self.races[k].moves().len())
+            .collect();
+        if self.races.len() < self.opts.races && (open.is_empty() || r < 20) {
+            let (kind, class) = kinds[self.race_rng.gen_range(0..kinds.len())];
+            let a = self.race_rng.gen_range(0..ORGS.len());
+            let b = (a + 1 + self.race_rng.gen_range(0..ORGS.len() - 1)) % ORGS.len();
+            let c = (0..ORGS.len()).find(|&x| x != a && x != b).unwrap_or(a);
+            let delta = match class {
+                Class::Skew => -self.race_rng.gen_range(500..=1500),
+                _ => self.race_rng.gen_range(-1..=1),
+            };
+            let id = format!("r{}-{}", self.seed, self.races.len());
+            self.net
+                .note(&format!("race {id} {kind:?} {class:?} {a} {b} {c} {delta}"));
+            self.races.push(Race {
+                id,
+                kind,
+                class,
+                a,
+                b,
+                c,
+                next: 0,
+                waited: 0,
+                deadline: 0,
+                delta,
+                named: None,
+                acked: Vec::new(),
+            });
+            self.race_move(self.races.len() - 1).await;
+        } else if !open.is_empty() && r < 70 {
+            let k = open[self.race_rng.gen_range(0..open.len())];
+            self.race_move(k).await;
+        }
+    }
+
+    /// The next move of race `k`, once what it needs holds (or after 40 tries: then its records
+    /// go in anyway and the kernels decide).
+    async fn race_move(&mut self, k: usize) {
+        let moves = self.races[k].moves();
+        let Some(m) = moves.get(self.races[k].next).cloned() else {
+            return;
+        };
+        let id = self.races[k].id.clone();
+        let ready = m.need.iter().all(|&(org, need)| {
+            self.node(org)
+                .is_some_and(|n| Race::meets(need, n.commitment(&id).as_ref()))
+        });
+        if !ready {
+            self.races[k].waited += 1;
+            if self.races[k].waited < 40 || self.races[k].next == 0 {
+                return;
+            }
+        }
+        if m.acts.iter().any(|a| self.node(a.org).is_none()) {
+            return;
+        }
+        if let At::Deadline(org) = m.at {
+            let target = self.races[k].deadline + self.races[k].delta;
+            let now = self.clocks[org].now_ms();
+            if target > now {
+                self.advance(target - now);
+            }
+        }
+        let mut acts: Vec<Act> = m.acts.clone();
+        if acts.len() > 1 && self.race_rng.gen_bool(0.5) {
+            acts.reverse();
+        }
+        for (j, act) in acts.iter().enumerate() {
+            if j > 0 {
+                // Within the same instant or a few ms apart, with no delivery in between.
+                let gap = self.race_rng.gen_range(0..=3);
+                if gap > 0 {
+                    self.advance(gap);
+                }
+            }
+            let Some(node) = self.node(act.org) else {
+                continue;
+            };
+            let now = self.clocks[act.org].now_ms();
+            if j == 0
+                && let Some(d) = m.sets_deadline
+            {
+                self.races[k].deadline = now + d;
+                self.latest_deadline = self.latest_deadline.max(now + d);
+            }
+            let view = node.commitment(&id);
+            let nonce: [u8; 8] = self.race_rng.r#gen();
+            let record = self.races[k].record(*act, view.as_ref(), now, nonce);
+            let signed = signing::sign_record(&self.orgs[act.org].party_key, &record);
+            let rid = signing::record_id(&signed.payload_type, &signed.payload);
+            match node.submit(signed).await {
+                Ok(resp) => {
+                    let applied = resp.outcome.as_ref().is_some_and(|o| o.applied);
+                    let code = resp
+                        .outcome
+                        .as_ref()
+                        .map_or("", |o| o.rejection_code.as_str());
+                    self.net.note(&format!(
+                        "race {id} {:?} by {} seq {} applied {applied} {code}",
+                        act.op, ORGS[act.org].0, resp.sequence
+                    ));
+                    self.acked
+                        .entry(act.org)
+                        .or_default()
+                        .push((rid, resp.sequence));
+                    self.races[k].acked.push((act.org, rid));
+                    if Race::names(act.op) {
+                        self.races[k].named = Some(rid.to_vec());
+                    }
+                }
+                Err(s) => {
+                    self.net.note(&format!(
+                        "race {id} {:?} by {} refused {:?} {}",
+                        act.op,
+                        ORGS[act.org].0,
+                        s.code(),
+                        s.message()
+                    ));
+                    // Declared at its author's own node clock: within any skew tolerance.
+                    if s.message().contains("clock_skew") {
+                        self.net.violation(format!(
+                            "{}: the record door refused a record declared at its own clock: {}",
+                            ORGS[act.org].0,
+                            s.message()
+                        ));
+                    }
+                }
+            }
+        }
+        if m.tick {
+            let mut order: Vec<usize> = (0..ORGS.len()).collect();
+            for x in (1..order.len()).rev() {
+                order.swap(x, self.race_rng.gen_range(0..=x));
+            }
+            for i in order {
+                let gap = self.race_rng.gen_range(0..=1);
+                if gap > 0 {
+                    self.advance(gap);
+                }
+                if let Some(n) = self.node(i) {
+                    let written = n.service_tick().await;
+                    self.net.note(&format!("race tick {} {written}", ORGS[i].0));
+                }
+            }
+        }
+        // Hand the records to the network (it may still lose or hold them).
+        let mut authors: Vec<usize> = acts.iter().map(|a| a.org).collect();
+        authors.sort_unstable();
+        authors.dedup();
+        for i in authors {
+            let Some(n) = self.node(i) else { continue };
+            self.expect(ORGS[i].0, "route", n.route().await);
+            for p in n.peers() {
+                let res = n.deliver_to(&p).await;
+                self.net
+                    .note(&format!("race deliver {}->{p} {res:?}", ORGS[i].0));
+            }
+        }
+        self.races[k].next += 1;
+        self.races[k].waited = 0;
     }
 
     /// Drops a node's memory (its store stays) and takes it off the network.
@@ -459,6 +712,9 @@ impl World {
                 let Some(n) = self.node(i) else { continue };
                 self.expect(org, "route", n.route().await);
                 self.expect(org, "quarantine", n.quarantine().await);
+                // The clock-driven records (issue 26 item 1) are part of quiescence.
+                let written = n.service_tick().await;
+                self.net.note(&format!("quiesce tick {org} {written}"));
             }
             for (i, &(org, _)) in ORGS.iter().enumerate() {
                 let Some(n) = self.node(i) else { continue };
@@ -490,7 +746,9 @@ impl World {
                 .filter_map(|i| self.node(i))
                 .all(|n| n.peers().iter().all(|p| n.queued(p) == 0));
             self.net.note(&format!("quiesce {round} {after:?}"));
-            if before == after && empty {
+            // Past every race's deadline on every node's clock, with a round to spare.
+            let past = self.clock.now_ms() > self.latest_deadline + SKEW_MS + 1000;
+            if before == after && empty && past {
                 return Ok(());
             }
         }
