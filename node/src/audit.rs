@@ -167,9 +167,12 @@ impl Replay {
                 a.organisations.insert(org, k::Members::Any);
             }
         }
-        Ok(self
-            .machine
-            .apply(entry.sequence, &id, &record, entry.recorded_at_unix_ms))
+        Ok(self.machine.apply(
+            entry.sequence,
+            &id,
+            &record,
+            crate::ledger::applied_at(&entry),
+        ))
     }
 }
 

@@ -147,11 +147,15 @@ pub fn record_from_pb_recorded(id: k::RecordId, r: &pb::Record) -> R<k::Record> 
             })
         })
         .collect::<R<Vec<k::RecordId>>>()?;
-    let op = operation(
+    let mut op = operation(
         r.operation
             .as_ref()
             .ok_or_else(|| Error::invalid("record.payload.operation", "required"))?,
     )?;
+    // A home's decision carries the time the home applied the record (issue 26, item 2).
+    if let k::Operation::Admission { at, .. } = &mut op {
+        *at = r.declared_at_unix_ms;
+    }
     Ok(k::Record {
         id,
         author,
@@ -459,6 +463,7 @@ fn operation(op: &Op) -> R<k::Operation> {
             outcome: k::AdmissionOutcome::from_wire(a.outcome),
             code: a.code.clone(),
             closes: opt_id(&format!("{F}.admission.closes"), &a.closes)?,
+            at: 0,
         },
         Op::ActedUpon(a) => O::ActedUpon {
             record_id: opt_id(&format!("{F}.acted_upon.record_id"), &a.record_id)?,

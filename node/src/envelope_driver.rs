@@ -85,7 +85,12 @@ async fn append(
     let input = crate::convert::record_from_pb(id, &record)?;
     let r = node
         .ledger
-        .append(crate::ledger::Append { id, signed, input })
+        .append(crate::ledger::Append {
+            id,
+            signed,
+            input,
+            at: None,
+        })
         .await?;
     Ok((id, r))
 }
@@ -207,6 +212,7 @@ async fn write_staged(
             id: due.record,
             signed,
             input,
+            at: None,
         })
         .await
 }

@@ -94,7 +94,12 @@ async fn append_chunk(
         .map(|p| {
             let (id, record, signed) = p.finish(node)?;
             let input = crate::convert::record_from_pb(id, &record)?;
-            Ok(crate::ledger::Append { id, signed, input })
+            Ok(crate::ledger::Append {
+                id,
+                signed,
+                input,
+                at: None,
+            })
         })
         .collect::<Result<Vec<_>, Error>>()?;
     let mut done = Imported::default();

@@ -22,6 +22,7 @@ pub mod store;
 mod working;
 
 pub use machine::WorkMachine;
+pub use working::AWAITING_SEQUENCE;
 
 use crate::config::{Config, parse_party};
 use crate::error::Error;

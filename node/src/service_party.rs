@@ -7,6 +7,9 @@
 //! kernel form comes from [`crate::convert::record_from_pb`] like a submitted record's (issue
 //! 10, item 4), so the live run and a replay convert the same bytes.
 //!
+//! Only the commitment's home organisation writes them (issue 26, item 1; `Commitment::home`):
+//! the router federates them to every holder like any other record.
+//!
 //! A tick reads only the commitments whose time has come, from the deadline index the projection
 //! keeps in the same synced batches as the commitments ([`crate::projection::due`]); it runs on a
 //! blocking thread (the projection's lock is not held while the kernel computes what is due).
@@ -110,7 +113,10 @@ pub fn scan(node: &Node, now: i64) -> Vec<Due> {
     let Ok(due) = node.projection.read().map(|p| p.service_due(now, TICK_MAX)) else {
         return Vec::new();
     };
+    // Only the commitment's home writes what its clock produces (issue 26, item 1): every other
+    // holder applies the home's records as they arrive and never writes its own.
     due.iter()
+        .filter(|c| c.home_org(node.name()) == node.name())
         .flat_map(|c| due_for(c, c.promise_due(), now))
         .collect()
 }
@@ -134,7 +140,12 @@ pub async fn write(node: &Node, due: Due, now: i64) -> Result<crate::ledger::App
     let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
     let input = crate::convert::record_from_pb(id, &record)?;
     node.ledger
-        .append(crate::ledger::Append { id, signed, input })
+        .append(crate::ledger::Append {
+            id,
+            signed,
+            input,
+            at: None,
+        })
         .await
 }
 

@@ -54,6 +54,7 @@ async fn fill(ledger: &Ledger<()>, from: u64, to: u64) -> Result<()> {
                 id,
                 signed,
                 input: (),
+                at: None,
             })
             .await
         }));

@@ -60,6 +60,9 @@ async fn submit(
         hex::encode(&resp.record_id[..6]),
         if o.applied {
             "recorded, applied".to_string()
+        } else if o.rejection_code == "awaiting_sequence" {
+            // Issue 26: the commitment's home orders its records; its decision follows.
+            "recorded, awaiting the commitment's home to order it".to_string()
         } else {
             format!("recorded, REJECTED ({})", o.rejection_code)
         }

@@ -20,6 +20,13 @@ pub const WHOLE: &str = "";
 pub struct Commitment {
     /// The commitment id.
     pub id: String,
+    /// The home organisation: the one node that sequences this commitment's records and
+    /// writes the records its clock produces (issue 26; ARCHITECTURE.md, "How organisations
+    /// converge"). The organisation of the author of its `request`; a reopening keeps its
+    /// origin's home. Empty only for state derived before homes existed (read as the local
+    /// organisation, [`Commitment::home_org`]).
+    #[serde(default)]
+    pub home: String,
     /// Time of the record that created it.
     pub created_at: i64,
     /// Time of the last record applied.
@@ -423,6 +430,16 @@ pub struct ReopenLink {
 }
 
 impl Commitment {
+    /// The home organisation ([`Commitment::home`]); `local` for state derived before homes
+    /// existed.
+    pub fn home_org<'a>(&'a self, local: &'a str) -> &'a str {
+        if self.home.is_empty() {
+            local
+        } else {
+            &self.home
+        }
+    }
+
     /// The acceptor (the obligee unless another was named).
     pub fn acceptor(&self) -> &Party {
         self.acceptor.as_ref().unwrap_or(&self.obligee)

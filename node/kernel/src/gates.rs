@@ -294,7 +294,7 @@ pub(crate) fn decide(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection> 
         GateAnswer::Unknown(n) => return reject(C::Malformed, format!("gate answer {n}")),
         _ => {}
     }
-    let service = ctx.r.author == ctx.access.service;
+    let service = crate::service::is_service_party(ctx.c, ctx.access, &ctx.r.author);
     if *answer == GateAnswer::Obsolete {
         ensure(
             service,

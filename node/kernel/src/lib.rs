@@ -179,7 +179,7 @@ pub use record::{
 };
 pub use rejection::{Rejection, RejectionCode};
 pub use rules::{Outcome, Role, RuleKey};
-pub use service::{ImplicitBlock, ServiceAction, ServiceKind, due_work};
+pub use service::{ImplicitBlock, ServiceAction, ServiceKind, due_work, is_service_party};
 pub use state::State;
 pub use view::{Category, Control, Execution, Flag, Liveness, Move, MoveRow, View, view};
 pub use visibility::{may_read, parties_with_role};

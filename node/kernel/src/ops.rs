@@ -283,7 +283,7 @@ pub(crate) fn accept(
     };
     if *implicit {
         ensure(
-            ctx.r.author == ctx.access.service,
+            crate::service::is_service_party(ctx.c, ctx.access, &ctx.r.author),
             C::WrongRole,
             "only the Work service party writes an implicit accept",
         )?;

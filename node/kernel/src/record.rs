@@ -328,6 +328,10 @@ pub enum Operation {
         code: String,
         /// For a quarantine that closes: the admission record that opened it.
         closes: Option<RecordId>,
+        /// The declaration's declared time: for a decision of a commitment's home, the time
+        /// the home applied the record (issue 26: every other holder applies it with this
+        /// `now`, so a check against time has one answer).
+        at: i64,
     },
     /// An executor reports an Act based on a record.
     ActedUpon {

@@ -84,6 +84,7 @@ pub(crate) fn create(
     };
     let c = Commitment {
         id: r.commitment.clone(),
+        home: r.author.organisation.clone(),
         created_at: now,
         updated_at: now,
         origin: r.id,

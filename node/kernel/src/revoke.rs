@@ -284,6 +284,7 @@ fn reopening(c: &Commitment, targets: &[String], link: &ReopenLink, now: i64) ->
         .collect();
     Commitment {
         id: link.reopening.clone(),
+        home: c.home.clone(),
         created_at: now,
         updated_at: now,
         origin: link.allow,

@@ -38,7 +38,7 @@ pub fn holds_role(
             c.principal.as_ref() == Some(who) || access.holds(&Authority::Principal, who)
         }
         Role::AdministrativeAuthority => access.holds(&Authority::AdministrativeClose, who),
-        Role::WorkService => access.service == *who,
+        Role::WorkService => crate::service::is_service_party(c, access, who),
         Role::QueueOwner => c
             .queue
             .as_ref()

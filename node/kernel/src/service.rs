@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::commitment::{Commitment, Deferral, Statement};
 use crate::ctx::Ctx;
-use crate::record::{GateAnswer, Operation, Record, RecordId, hex_id};
+use crate::record::{GateAnswer, Operation, Party, Record, RecordId, hex_id};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
 use crate::state::{State, StateSet};
 
@@ -69,7 +69,7 @@ pub(crate) fn produced_promise(
     access: &crate::access::Access,
     now: i64,
 ) -> Result<Option<Commitment>, Rejection> {
-    if !matches!(r.op, Operation::Promise) || r.author != access.service {
+    if !matches!(r.op, Operation::Promise) || !is_service_party(c, access, &r.author) {
         return Ok(None);
     }
     let claim = c.claim.as_ref().map(|cl| cl.record);
@@ -354,4 +354,12 @@ pub(crate) fn check_unclaim(ctx: &Ctx) -> Result<(), Rejection> {
         C::NotDue,
         "the queue does not return to the pool on lease end",
     )
+}
+
+/// Whether `who` is the Work service party of `c`: the Work service party of the commitment's
+/// home organisation, the one author of the records time produces (issue 26, item 1). Another
+/// organisation's Work service party is no role on `c`, so a node never applies a time record
+/// its own clock would have written for a commitment homed elsewhere.
+pub fn is_service_party(c: &Commitment, access: &crate::access::Access, who: &Party) -> bool {
+    who.name == access.service.name && who.organisation == c.home_org(&access.service.organisation)
 }

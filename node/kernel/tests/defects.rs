@@ -18,6 +18,7 @@ fn admission(peer_record: u64) -> Operation {
         outcome: AdmissionOutcome::Admitted,
         code: String::new(),
         closes: None,
+        at: 0,
     }
 }
 
@@ -74,6 +75,7 @@ fn an_admission_about_an_unknown_commitment_is_applied() {
             outcome: AdmissionOutcome::Admitted,
             code: String::new(),
             closes: None,
+            at: 0,
         },
     };
     assert_eq!(

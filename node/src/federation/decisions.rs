@@ -112,6 +112,9 @@ pub struct QEntry {
     /// The quarantine code ("" in entries written before it was kept: `missing_basis`).
     #[serde(default)]
     pub code: String,
+    /// The time to apply it at once released ([`crate::federation::check::Checked::at`]).
+    #[serde(default)]
+    pub at: Option<i64>,
 }
 
 impl QEntry {

@@ -65,7 +65,12 @@ impl Declaration<'_> {
         let signed = signing::sign_record(signer, &record);
         let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
         let input = crate::convert::record_from_pb(id, &record)?;
-        Ok(Append { id, signed, input })
+        Ok(Append {
+            id,
+            signed,
+            input,
+            at: None,
+        })
     }
 }
 

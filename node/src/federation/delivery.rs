@@ -133,6 +133,7 @@ pub(super) async fn prepare(
             let e = store.get(item.ledger_seq)?.ok_or_else(|| {
                 Error::Storage(format!("outbox names missing sequence {}", item.ledger_seq))
             })?;
+            let at = crate::ledger::applied_at(&e);
             let r = e
                 .record
                 .ok_or_else(|| Error::Storage("ledger entry without record".into()))?;
@@ -140,28 +141,30 @@ pub(super) async fn prepare(
             if !out.is_empty() && bytes > MAX_ENVELOPE_BYTES {
                 break;
             }
-            out.push((seq, item, r));
+            out.push((seq, item, r, at));
         }
         Ok(out)
     })
     .await?;
     // The proof that we recorded every record we send (issue 8): a checkpoint covering the
     // batch — the latest, or one signed now — and each record's inclusion proof.
-    let leaves: Vec<u64> = loaded.iter().map(|(_, i, _)| i.ledger_seq).collect();
+    let leaves: Vec<u64> = loaded.iter().map(|(_, i, _, _)| i.ledger_seq).collect();
     let need = leaves.iter().max().map_or(0, |m| m + 1);
     let cp = crate::log::covering(&cx.checkpoints, need).await?;
     let (n, cp2) = (cx.clone(), cp.clone());
     let log_proof = blocking(move || super::logproof::build(&n, &cp2, &leaves, held)).await?;
-    let seqs: Vec<u64> = loaded.iter().map(|(s, _, _)| *s).collect();
-    let ids: Vec<RecordId> = loaded.iter().map(|(_, i, _)| i.record_id).collect();
+    let seqs: Vec<u64> = loaded.iter().map(|(s, _, _, _)| *s).collect();
+    let ids: Vec<RecordId> = loaded.iter().map(|(_, i, _, _)| i.record_id).collect();
+    let applied_at: Vec<i64> = loaded.iter().map(|(_, _, _, t)| *t).collect();
     let env = Envelope {
         sender: cx.name().to_string(),
         receiver: peer.name().to_string(),
         first_sequence: seqs.first().copied().unwrap_or(0),
         sent_at_unix_ms: cx.clock.now_ms(),
-        records: loaded.into_iter().map(|(_, _, r)| r).collect(),
+        records: loaded.into_iter().map(|(_, _, r, _)| r).collect(),
         log_proof: Some(log_proof),
         previous_first_sequence: previous,
+        applied_at_unix_ms: applied_at,
     };
     let payload = env.encode_to_vec();
     let sig = signing::sign(&cx.signer, ENVELOPE_PAYLOAD_TYPE, &payload);

@@ -48,6 +48,7 @@ pub mod envelope_route;
 pub mod error;
 pub mod handshake;
 pub mod inbox;
+pub mod join;
 pub mod logproof;
 pub mod outbox;
 pub mod peers;
@@ -130,6 +131,8 @@ pub struct Federation {
     pub decisions: decisions::Decisions,
     /// Quarantined records.
     pub quarantine: quarantine::Quarantine,
+    /// Which organisations were sent which commitment's history (issue 26, item 4).
+    pub(crate) sent: join::Sent,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Per peer: the `first_sequence` of its envelope decided last here (issue 14, pipelined
     /// delivery; in memory only: after a restart the sender starts a new pipeline).
@@ -161,6 +164,7 @@ impl Federation {
             receipts: receipt_store::ReceiptStore::new(store.clone()),
             decisions: decisions::Decisions::new(store.clone()),
             quarantine: quarantine::Quarantine::open(decisions::Decisions::new(store))?,
+            sent: join::Sent::default(),
             locks: Mutex::new(HashMap::new()),
             order: Mutex::new(HashMap::new()),
             health: Mutex::new(HashMap::new()),

@@ -150,6 +150,7 @@ impl Quarantine {
             admission_id: *admission_id,
             missing: missing.to_vec(),
             code: code.to_string(),
+            at: c.at,
         };
         Ok(self.decisions.put_quarantined(batch, &c.id, &q)?)
     }
@@ -233,13 +234,25 @@ pub(crate) fn missing(
 ) -> Result<Vec<RecordId>, FedError> {
     let store = cx.ledger.store();
     let decisions = &cx.federation.decisions;
-    let basis: Vec<RecordId> = c
+    let mut basis: Vec<RecordId> = c
         .input
         .basis
         .iter()
         .filter(|b| !coming.contains(*b))
         .copied()
         .collect();
+    // A peer's decision about a record (its Work service party's admission: what a
+    // commitment's home sends as the order every holder follows, issue 26) waits for that
+    // record, and the commitment's later records wait behind it (commitment order, below).
+    if let accord_kernel::Operation::Admission {
+        record_id: Some(rid),
+        ..
+    } = &c.input.op
+        && !coming.contains(rid)
+        && !basis.contains(rid)
+    {
+        basis.push(*rid);
+    }
     let mut out: Vec<RecordId> = Vec::new();
     if commitment_unknown(cx, c, creating) {
         cx.federation
@@ -349,15 +362,12 @@ async fn close(
                     id,
                     signed: c.signed,
                     input: c.input,
+                    at: c.at,
                 })
                 .await?;
-            let d = if r.outcome.applied {
-                Decision::Admitted
-            } else {
-                Decision::Rejected(codes::invalid_operation(&r.outcome.rejection_code))
-            };
+            let d = codes::decision_of(&r.outcome);
             match how {
-                Close::Release(_) => (d, WORK_SERVICE, r.recorded_at),
+                Close::Release(_) => (d, WORK_SERVICE, r.applied_at),
                 _ => (d, operator, q.since),
             }
         }
@@ -400,7 +410,10 @@ async fn close(
 fn kept(id: RecordId, q: &QEntry) -> Result<Checked, FedError> {
     let signed = SignedRecord::decode(q.signed.as_slice())
         .map_err(|e| FedError::corrupt("quarantined record", e))?;
-    Checked::decode(id, signed).map_err(|e| FedError::corrupt("quarantined record", e))
+    let mut c =
+        Checked::decode(id, signed).map_err(|e| FedError::corrupt("quarantined record", e))?;
+    c.at = q.at;
+    Ok(c)
 }
 
 /// Looks at a quarantined record again: released when nothing is missing any more.

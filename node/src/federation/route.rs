@@ -1,16 +1,15 @@
 //! The router: tails the ledger from a persisted cursor (`meta` key `federation/route_cursor`)
 //! and, for each new record, O(batch):
 //!
-//! * queues a locally authored record for every peer organisation that has a party in it — the
-//!   parties of its commitment (`Commitment::parties()` and the candidate obligors) and the
-//!   parties the record itself names (DESIGN.md, "Federation"). Admission declarations stay
-//!   local (the peer gets a receipt instead), and so do records the kernel rejected here and the
-//!   Work service party's records (expire, implicit accept, service resume and unclaim): each
-//!   node's own Work service party writes them from the same declarations, and a peer's kernel
-//!   would reject another node's service party (`wrong_role`);
-//!   Run records (seed 002) carry the commitment their run executes as `commitment_id`, so they
-//!   go to the organisations holding that commitment by the same rule (a run executing none
-//!   stays local);
+//! * queues a record this node federates ([`federated`]: its parties' applied or
+//!   `awaiting_sequence` records, the Work service party's time records and, at a commitment's
+//!   home, its final decisions about other organisations' records — issue 26) for every peer
+//!   organisation holding its commitment ([`super::join::holders`]: its parties, candidates and
+//!   home), every organisation the record names, and, for a decision, the organisation whose
+//!   record it decides; before that, a holder that has not had the commitment's history gets it
+//!   ([`super::join::newcomers`]). Run records (seed 002) carry the commitment their run
+//!   executes as `commitment_id`, so they go to the organisations holding that commitment by the
+//!   same rule (a run executing none stays local);
 //! * wakes the quarantined records waiting for it (seed 000, "Federation admission": a
 //!   quarantine "later closes as admitted").
 //!
@@ -24,7 +23,7 @@ use accord_proto::pb::record::v1::{self as pb, Record, record::Operation};
 use accord_proto::pb::work::v1::LedgerEntry;
 use accord_proto::signing::RecordId;
 use prost::Message;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -95,34 +94,75 @@ fn named_parties(r: &Record, out: &mut Vec<pb::PartyRef>) {
     }
 }
 
-/// The peer organisations a local ledger entry goes to (none for a peer's record, an admission
-/// declaration, a Work service party's record, or a record the kernel rejected).
-pub fn destinations(cx: &FedContext, entry: &LedgerEntry) -> Vec<String> {
-    let Some(signed) = &entry.record else {
-        return Vec::new();
-    };
-    let Ok(r) = Record::decode(signed.payload.as_ref()) else {
-        return Vec::new();
-    };
+/// A ledger entry's record, decoded.
+pub(crate) fn decoded(entry: &LedgerEntry) -> Option<Record> {
+    Record::decode(entry.record.as_ref()?.payload.as_ref()).ok()
+}
+
+/// Whether a ledger entry is one this node federates (issue 26): a record this organisation
+/// authored that the kernel applied, or that waits for its commitment's home to order it; the
+/// Work service party's records (written only at a commitment's home); and, at a commitment's
+/// home, its final admission decisions (admitted or rejected) about other organisations'
+/// records of it — the order every other holder follows. Not: a peer's record, a record the
+/// kernel rejected here, a quarantine's opening, a decision about a commitment homed elsewhere.
+pub(crate) fn federated(cx: &FedContext, entry: &LedgerEntry, r: &Record) -> bool {
     if r.author.as_ref().map(|a| a.organisation.as_str()) != Some(cx.name()) {
+        return false;
+    }
+    let outcome = entry.outcome.as_ref();
+    if let Some(Operation::Admission(a)) = &r.operation {
+        return a.outcome != pb::AdmissionOutcome::Quarantined as i32
+            && outcome.is_some_and(|o| o.applied)
+            && cx.projection.read().is_ok_and(|p| {
+                p.get(&r.commitment_id)
+                    .is_some_and(|c| c.home_org(cx.name()) == cx.name())
+            });
+    }
+    let service = r
+        .author
+        .as_ref()
+        .is_some_and(|a| a.name == crate::projection::WORK_SERVICE);
+    // The Work service party's records that time produces (and the promise a claim produces):
+    // federated from the commitment's home. Its other records (envelope votes and ticks) stay
+    // local as before.
+    if service
+        && !matches!(
+            r.operation,
+            Some(
+                Operation::Expire(_)
+                    | Operation::Accept(_)
+                    | Operation::Resume(_)
+                    | Operation::Unclaim(_)
+                    | Operation::GateDecision(_)
+                    | Operation::Promise(_)
+            )
+        )
+    {
+        return false;
+    }
+    outcome.is_some_and(|o| o.applied || o.rejection_code == crate::projection::AWAITING_SEQUENCE)
+}
+
+/// The peer organisations a local ledger entry goes to: none unless it is [`federated`];
+/// else the organisations holding its commitment ([`super::join::holders`]: its parties, its
+/// candidates, its home), those the record names, and, for a home's decision, the organisation
+/// whose record it decides.
+pub fn destinations(cx: &FedContext, entry: &LedgerEntry) -> Vec<String> {
+    let Some(r) = decoded(entry) else {
+        return Vec::new();
+    };
+    destinations_of(cx, entry, &r)
+}
+
+fn destinations_of(cx: &FedContext, entry: &LedgerEntry, r: &Record) -> Vec<String> {
+    if !federated(cx, entry, r) {
         return Vec::new();
     }
-    if matches!(r.operation, Some(Operation::Admission(_)))
-        || r.author
-            .as_ref()
-            .is_some_and(|a| a.name == crate::projection::WORK_SERVICE)
-        || !entry.outcome.as_ref().is_some_and(|o| o.applied)
-    {
-        return Vec::new();
+    let mut orgs = super::join::holders(cx, &r.commitment_id);
+    if let Some(Operation::Admission(a)) = &r.operation {
+        orgs.insert(a.peer.clone());
     }
-    let mut orgs = BTreeSet::new();
-    if let Ok(p) = cx.projection.read()
-        && let Some(c) = p.get(&r.commitment_id)
-    {
-        for party in c.parties().into_iter().chain(c.candidate_obligors()) {
-            orgs.insert(party.organisation);
-        }
-    }
+    let r = r.clone();
     let mut named = Vec::new();
     named_parties(&r, &mut named);
     orgs.extend(named.into_iter().map(|p| p.organisation));
@@ -172,7 +212,15 @@ fn step(cx: &FedContext, from: u64, to: u64) -> Result<Routed, Error> {
         {
             wake.extend(fed.quarantine.commitment_arrived(&r.commitment_id)?);
         }
-        for peer in destinations(cx, e) {
+        let decoded = decoded(e);
+        if let Some(r) = &decoded {
+            super::join::newcomers(cx, e, r, &mut batch, &mut queued, now)?;
+        }
+        let dests = match &decoded {
+            Some(r) => destinations_of(cx, e, r),
+            None => Vec::new(),
+        };
+        for peer in dests {
             let item = Item {
                 ledger_seq: e.sequence,
                 record_id: id,

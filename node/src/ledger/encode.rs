@@ -38,8 +38,11 @@ pub(super) fn encode_entry(
 }
 
 /// Appends field 5 (the outcome) to an entry begun by [`encode_entry`].
-pub(super) fn finish_entry(mut entry: Vec<u8>, outcome: &Outcome) -> Vec<u8> {
+pub(super) fn finish_entry(mut entry: Vec<u8>, outcome: &Outcome, applied_at: i64) -> Vec<u8> {
     prost::encoding::message::encode(5, outcome, &mut entry);
+    if applied_at != 0 {
+        prost::encoding::int64::encode(6, &applied_at, &mut entry);
+    }
     entry
 }
 
@@ -136,11 +139,12 @@ mod tests {
                 record: Some(signed.clone()),
                 recorded_at_unix_ms: now,
                 outcome: Some(outcome.clone()),
+                applied_at_unix_ms: 0,
             };
             let (begun, at) = encode_entry(seq, &id, &signed, now);
             // The leaf is exactly the record's own encoding.
             assert_eq!(&begun[at], &leaf[..]);
-            let encoded = finish_entry(begun, &outcome);
+            let encoded = finish_entry(begun, &outcome, 0);
             assert_eq!(encoded, entry.encode_to_vec());
             assert_eq!(LedgerEntry::decode(&encoded[..]).unwrap(), entry);
         }

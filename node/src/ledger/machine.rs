@@ -68,6 +68,8 @@ pub struct AppendResult {
     pub duplicate: bool,
     /// When it was recorded.
     pub recorded_at: i64,
+    /// The time the kernel applied it at ([`crate::ledger::applied_at`]).
+    pub applied_at: i64,
 }
 
 /// A machine that applies every record and keeps no state: for measuring and testing the

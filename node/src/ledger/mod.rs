@@ -22,6 +22,16 @@ mod writer;
 pub use machine::{AcceptAll, AppendResult, Machine, Outcome};
 pub use store::{Batch, LeafScanNodes, OneByOneNodes, Store, TreeNodes};
 
+/// The time the kernel applied `entry` at (its `now`; issue 26): the author node's time for a
+/// peer's record, else when it was recorded. Replay and `ledger verify` use it.
+pub fn applied_at(entry: &accord_proto::pb::work::v1::LedgerEntry) -> i64 {
+    if entry.applied_at_unix_ms != 0 {
+        entry.applied_at_unix_ms
+    } else {
+        entry.recorded_at_unix_ms
+    }
+}
+
 use crate::error::Error;
 use accord_proto::pb::record::v1::SignedRecord;
 use accord_proto::pb::work::v1::LedgerEntry;
@@ -39,6 +49,9 @@ pub struct Append<I> {
     pub signed: SignedRecord,
     /// The machine's decoded form.
     pub input: I,
+    /// The time to apply it at, when another node's clock decided it (issue 26: a peer's
+    /// record at the time its author's node applied it); `None` = the writer's clock.
+    pub at: Option<i64>,
 }
 
 /// One message into the writer: every record of one request (or federation envelope), answered
@@ -286,6 +299,7 @@ pub(crate) async fn grow(ledger: &Ledger<()>, to: u64) {
                         signatures: vec![],
                     },
                     input: (),
+                    at: None,
                 }
             })
             .collect();

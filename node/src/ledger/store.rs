@@ -922,6 +922,7 @@ mod space {
                     id,
                     signed,
                     input: (),
+                    at: None,
                 })
                 .await
             }));

@@ -326,9 +326,15 @@ impl<M: Machine> Writer<M> {
                     }));
                     continue;
                 }
-                let Append { id, signed, input } = a;
+                let Append {
+                    id,
+                    signed,
+                    input,
+                    at,
+                } = a;
                 let seq = self.next;
-                let outcome = self.machine.apply(seq, &id, &input, now);
+                let applied_at = at.filter(|t| *t != now).unwrap_or(0);
+                let outcome = self.machine.apply(seq, &id, &input, at.unwrap_or(now));
                 // The record is encoded once, straight into its stored entry; the leaf hash is
                 // taken over those bytes (the encoded `SignedRecord`, RFC 6962 leaf input).
                 let (entry, leaf) = encode_entry(seq, &id, &signed, now);
@@ -344,7 +350,11 @@ impl<M: Machine> Writer<M> {
                         broken.get_or_insert(Error::Internal(format!("tree: {e}")));
                     }
                 }
-                batch.put_cf(records, seq.to_be_bytes(), finish_entry(entry, &outcome));
+                batch.put_cf(
+                    records,
+                    seq.to_be_bytes(),
+                    finish_entry(entry, &outcome, applied_at),
+                );
                 batch.put_cf(ids_cf, id, seq.to_be_bytes());
                 self.next += 1;
                 let r = AppendResult {
@@ -352,6 +362,7 @@ impl<M: Machine> Writer<M> {
                     outcome,
                     duplicate: false,
                     recorded_at: now,
+                    applied_at: at.unwrap_or(now),
                 };
                 self.unsynced.insert(id, r.clone());
                 ids.push(id);
@@ -394,6 +405,7 @@ impl<M: Machine> Writer<M> {
         match self.store.get(seq) {
             Ok(Some(e)) => Ok(AppendResult {
                 sequence: seq,
+                applied_at: super::applied_at(&e),
                 outcome: e.outcome.unwrap_or_default(),
                 duplicate: true,
                 recorded_at: e.recorded_at_unix_ms,

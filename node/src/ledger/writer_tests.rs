@@ -127,6 +127,7 @@ impl Rig {
                     signatures: vec![],
                 },
                 input: (),
+                at: None,
             })
             .collect();
         let (reply, rx) = oneshot::channel();

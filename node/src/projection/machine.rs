@@ -101,6 +101,7 @@ impl Machine for WorkMachine {
             0
         };
         let runs = db.runs()?;
+        let pending = db.pending()?;
         // What a full replay used to rebuild beside the commitments: the foreign organisations
         // Access lists and the envelopes (`restart`).
         let orgs = {
@@ -114,6 +115,7 @@ impl Machine for WorkMachine {
         };
         self.working
             .open(db.clone(), from, runs.clone().into_iter().collect(), orgs);
+        self.working.load_pending(pending);
         let mut p = self
             .published
             .write()
@@ -203,9 +205,12 @@ impl Machine for WorkMachine {
         if *org != access.service.organisation && !access.organisations.contains_key(org) {
             access.organisations.insert(org.clone(), k::Members::Any);
         }
-        let outcome =
-            self.working
-                .apply(entry.sequence, &record, &access, entry.recorded_at_unix_ms);
+        let outcome = self.working.apply(
+            entry.sequence,
+            &record,
+            &access,
+            crate::ledger::applied_at(entry),
+        );
         if Some(&outcome) != entry.outcome.as_ref() {
             tracing::error!(
                 seq = entry.sequence,

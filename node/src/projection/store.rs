@@ -47,6 +47,10 @@ pub const ATTENTION: &str = "pj_attention";
 pub const RUNS: &str = "pj_runs";
 /// The deadline index.
 pub const DUE: &str = "pj_due";
+/// Records of commitments homed elsewhere waiting for their home's order (issue 26, item 3):
+/// record id → (its ledger sequence, the kernel record); an empty value once the home's
+/// decision applied it.
+pub const PENDING: &str = "pj_pending";
 /// The projection's column families, created by the ledger's store at open.
 pub const CFS: &[&str] = &[
     COMMITMENTS,
@@ -56,6 +60,7 @@ pub const CFS: &[&str] = &[
     ATTENTION,
     RUNS,
     DUE,
+    PENDING,
     super::restart::ENVELOPES,
     super::restart::ORGS,
 ];
@@ -64,8 +69,9 @@ pub const WATERMARK: &str = "projection.watermark";
 /// `meta` key: the stored layout's version; a store without it (or with another) is rebuilt by a
 /// full replay at start-up.
 pub const LAYOUT: &str = "projection.layout";
-/// The current layout version.
-pub const LAYOUT_VERSION: &[u8] = b"3";
+/// The current layout version (4: `Commitment.home`, issue 26, and the pending records of
+/// commitments homed elsewhere).
+pub const LAYOUT_VERSION: &[u8] = b"4";
 
 /// What `pj_commitments` holds for one commitment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -519,6 +525,22 @@ impl Persisted {
             out.len() < max
         })?;
         Ok(out)
+    }
+
+    /// Every record still waiting for its commitment's home (loaded once at start-up).
+    pub fn pending(&self) -> Result<Vec<(u64, k::Record)>, Error> {
+        let mut out = Vec::new();
+        let mut failed = None;
+        self.store.scan_extra(PENDING, &[], |_, v| {
+            if !v.is_empty() {
+                match decode_json::<(u64, k::Record)>("pending record", v) {
+                    Ok(r) => out.push(r),
+                    Err(e) => failed = Some(e),
+                }
+            }
+            failed.is_none()
+        })?;
+        failed.map_or(Ok(out), Err)
     }
 
     /// Every stored run (loaded once at start-up).

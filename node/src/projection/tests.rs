@@ -38,7 +38,12 @@ pub(crate) fn append_of(key: &Signer, r: &rec::Record) -> Append<k::Record> {
     let signed = signing::sign_record(key, r);
     let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
     let input = crate::convert::record_from_pb(id, r).unwrap();
-    Append { id, signed, input }
+    Append {
+        id,
+        signed,
+        input,
+        at: None,
+    }
 }
 
 #[tokio::test]

@@ -60,7 +60,15 @@ pub struct Working {
     orgs: std::collections::HashSet<String>,
     /// The buffer every changed commitment is encoded into at persist (kept between batches).
     scratch: Vec<u8>,
+    /// This organisation (Access's Work service party's), seen at the last apply.
+    local: String,
+    /// Records of commitments homed elsewhere, waiting for their home's decision (issue 26,
+    /// item 3; cf `pj_pending`, loaded at open).
+    pending: HashMap<RecordId, (u64, k::Record)>,
 }
+
+/// The outcome of a record that waits for its commitment's home to order it (issue 26).
+pub const AWAITING_SEQUENCE: &str = "awaiting_sequence";
 
 impl Working {
     /// Opens on the stored projection `db`, whose watermark is `next`.
@@ -69,6 +77,11 @@ impl Working {
         self.db = Some(db);
         self.next = next;
         self.runs = crate::runs::Runs::load(runs);
+    }
+
+    /// The records still waiting for their home's decision, read at open.
+    pub fn load_pending(&mut self, pending: Vec<(u64, k::Record)>) {
+        self.pending = pending.into_iter().map(|(s, r)| (r.id, (s, r))).collect();
     }
 
     /// The current state of `id`: the batch's, else the stored one.
@@ -200,6 +213,7 @@ impl Working {
     pub fn apply(&mut self, seq: u64, record: &k::Record, access: &k::Access, now: i64) -> Outcome {
         self.next = seq + 1;
         self.now = now;
+        self.local.clone_from(&access.service.organisation);
         let org = &record.author.organisation;
         if *org != access.service.organisation && !self.orgs.contains(org) {
             restart::record_org(&mut self.writes, org);
@@ -212,6 +226,111 @@ impl Working {
         if let k::Operation::Envelope(_) | k::Operation::Tick(_) = record.op {
             return self.apply_envelope(seq, record, access, now);
         }
+        if let Some(o) = self.follow_home(seq, record, access) {
+            return o;
+        }
+        self.apply_commitment(seq, seq, record, access, now)
+    }
+
+    /// A record of a commitment homed at another organisation (issue 26, item 3: one order):
+    /// the home's own records apply as they arrive (a peer's records arrive in its ledger
+    /// order); a record of any other organisation — this one's parties' included — waits in
+    /// `pj_pending`, with no effect, until the home's admission declaration about it arrives,
+    /// which applies it at that point with the time the home applied it, following the home's
+    /// verdict. `None`: the record applies as usual.
+    fn follow_home(&mut self, seq: u64, record: &k::Record, access: &k::Access) -> Option<Outcome> {
+        let c = self.load(&record.commitment)?;
+        let home = c.commitment.home_org(&self.local).to_string();
+        if home == self.local {
+            return None;
+        }
+        let author = &record.author.organisation;
+        if *author == home {
+            if let k::Operation::Admission {
+                record_id: Some(rid),
+                outcome,
+                code,
+                at,
+                ..
+            } = &record.op
+            {
+                return Some(self.sequenced(seq, rid, *outcome, code, *at, access));
+            }
+            return None;
+        }
+        // This node's own declarations about peer records stay local, as before.
+        if matches!(record.op, k::Operation::Admission { .. }) {
+            return None;
+        }
+        self.pending.insert(record.id, (seq, record.clone()));
+        self.writes.put(
+            store::PENDING,
+            record.id.to_vec(),
+            store::encode_json(&(seq, record)),
+        );
+        let outcome = Outcome {
+            applied: false,
+            rejection_code: AWAITING_SEQUENCE.into(),
+            rejection_detail: format!("{home}, the commitment's home, orders its records"),
+        };
+        self.history(seq, record, &outcome);
+        Some(outcome)
+    }
+
+    /// The home decided `rid` (`outcome`, `code`) at time `at`: a record waiting here applies
+    /// now, or is rejected with the home's code. A record not here changes nothing (federation
+    /// holds the home's decision until the record arrives: `quarantine::missing`).
+    fn sequenced(
+        &mut self,
+        seq: u64,
+        rid: &RecordId,
+        outcome: k::AdmissionOutcome,
+        code: &str,
+        at: i64,
+        access: &k::Access,
+    ) -> Outcome {
+        let applied = Outcome {
+            applied: true,
+            ..Default::default()
+        };
+        let Some((at_seq, r)) = self.pending.remove(rid) else {
+            return applied;
+        };
+        self.writes.put(store::PENDING, rid.to_vec(), Vec::new());
+        // The record's history entry (at its own position) now holds its final outcome: one
+        // entry per record, the same at every node.
+        if outcome == k::AdmissionOutcome::Admitted {
+            let o = self.apply_commitment(seq, at_seq, &r, access, at);
+            if !o.applied {
+                tracing::error!(
+                    commitment = %r.commitment,
+                    code = %o.rejection_code,
+                    "the home admitted a record this node's kernel rejects: diverged"
+                );
+            }
+        } else {
+            // The home's kernel refused it (`invalid_operation:<code>`), or federation did.
+            let code = code.strip_prefix("invalid_operation:").unwrap_or(code);
+            let o = Outcome {
+                applied: false,
+                rejection_code: code.to_string(),
+                rejection_detail: "rejected by the commitment's home".into(),
+            };
+            self.history(at_seq, &r, &o);
+        }
+        applied
+    }
+
+    /// Applies a commitment record through the kernel at ledger position `seq`; its history
+    /// entry is kept at `history_seq` (its own position, for a record the home ordered later).
+    fn apply_commitment(
+        &mut self,
+        seq: u64,
+        history_seq: u64,
+        record: &k::Record,
+        access: &k::Access,
+        now: i64,
+    ) -> Outcome {
         let dir = self.dir_for(record);
         // apply_with sees every commitment it needs: a taken reopening id is refused, and an
         // admission about a record of no known commitment is applied without derived state.
@@ -254,6 +373,12 @@ impl Working {
                 _ => {}
             }
         }));
+        self.history(history_seq, record, &outcome);
+        outcome
+    }
+
+    /// Keeps `record`'s outcome in its commitment's history, at ledger position `seq`.
+    fn history(&mut self, seq: u64, record: &k::Record, outcome: &Outcome) {
         let entry = HistoryEntry {
             record_id: record.id.to_vec().into(),
             operation: record.op.wire_name().to_string(),
@@ -265,7 +390,6 @@ impl Working {
             store::history_key(&record.commitment, seq),
             entry.encode_to_vec(),
         );
-        outcome
     }
 
     /// Applies an envelope or tick record to the in-memory envelopes, indexing it (with the
@@ -318,7 +442,13 @@ impl Working {
         // profile had 12 % in `to_allocvec` and 11 % in moving those vectors into the batch).
         let mut buf = std::mem::take(&mut self.scratch);
         for (id, mut s) in std::mem::take(&mut self.overlay) {
-            let due = next_due(&s.commitment, s.promise_due.is_some(), self.now);
+            // Only the home's clock acts on a commitment (issue 26, item 1): one homed elsewhere
+            // is kept out of the deadline index.
+            let due = if s.commitment.home_org(&self.local) == self.local {
+                next_due(&s.commitment, s.promise_due.is_some(), self.now)
+            } else {
+                None
+            };
             let base = self.base_due.get(&id).copied().flatten();
             if base != due {
                 if let Some(b) = base {

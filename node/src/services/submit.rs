@@ -146,7 +146,15 @@ pub async fn append(
 ) -> Result<pb::SubmitResponse, Error> {
     let input = crate::convert::record_from_pb(id, &record)?;
     let _received = node.received.hold([(id, signed.payload.clone())]);
-    let r = node.ledger.append(Append { id, signed, input }).await?;
+    let r = node
+        .ledger
+        .append(Append {
+            id,
+            signed,
+            input,
+            at: None,
+        })
+        .await?;
     Ok(response(id, r))
 }
 
@@ -234,7 +242,12 @@ pub async fn submit_batch(
                 .unwrap_or_else(|| Err(Error::Internal("batch order".into())))?;
             let (id, record, signed) = p.finish(node)?;
             let input = crate::convert::record_from_pb(id, &record)?;
-            Ok(Append { id, signed, input })
+            Ok(Append {
+                id,
+                signed,
+                input,
+                at: None,
+            })
         });
         plan.push(checked.map(|a| {
             appends.push(a);

@@ -153,10 +153,11 @@ impl WorkService for WorkApi {
     ) -> Result<Response<pb::GetRecordResponse>, Status> {
         let caller = self.caller(&req)?;
         let id = record_id_field("record_id", &req.into_inner().record_id)?;
-        let entry = match self.node.ledger.get_by_id(&id)? {
+        let mut entry = match self.node.ledger.get_by_id(&id)? {
             Some(e) if self.rules.entry(&self.node, &caller, &e)? => e,
             _ => return Err(record_not_found(&id).into()),
         };
+        settled(&self.node, &mut entry);
         Ok(Response::new(pb::GetRecordResponse { entry: Some(entry) }))
     }
 
@@ -535,5 +536,36 @@ mod received_tests {
         assert_eq!(node.received.get(&id), None);
         let d = ask(made.admin_token.clone()).await.unwrap().into_inner();
         assert_eq!(d.local(), pb::Durability::Recorded);
+    }
+}
+
+/// A record recorded `awaiting_sequence` (issue 26: its commitment's home orders it) shows the
+/// outcome the home's decision gave it here, once that arrived: its entry in its commitment's
+/// history, which the decision rewrote. The ledger entry itself is never rewritten.
+fn settled(node: &crate::node::Node, entry: &mut pb::LedgerEntry) {
+    use accord_proto::pb::record::v1::Record;
+    use prost::Message;
+    if entry.outcome.as_ref().map(|o| o.rejection_code.as_str())
+        != Some(crate::projection::AWAITING_SEQUENCE)
+    {
+        return;
+    }
+    let Some(r) = entry
+        .record
+        .as_ref()
+        .and_then(|s| Record::decode(s.payload.as_ref()).ok())
+    else {
+        return;
+    };
+    let Ok(p) = node.projection.read() else {
+        return;
+    };
+    if let Some(h) = p
+        .history(&r.commitment_id)
+        .into_iter()
+        .rev()
+        .find(|h| h.record_id == entry.record_id)
+    {
+        entry.outcome = h.outcome;
     }
 }

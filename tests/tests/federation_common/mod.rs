@@ -264,6 +264,7 @@ impl AsPeer {
             records,
             log_proof: Some(log_proof),
             previous_first_sequence: None,
+            applied_at_unix_ms: Vec::new(),
         };
         sign_envelope(key, &env)
     }
@@ -286,6 +287,7 @@ impl AsPeer {
             records,
             log_proof: None,
             previous_first_sequence: None,
+            applied_at_unix_ms: Vec::new(),
         };
         sign_envelope(&self.key, &env)
     }

@@ -33,6 +33,7 @@ pub(super) async fn kernel(
                 id: c.id,
                 signed: c.signed.clone(),
                 input: c.input.clone(),
+                at: c.at,
             }),
             _ => None,
         })
@@ -82,18 +83,16 @@ pub(super) async fn kernel(
                 let r = kernel.next().ok_or_else(|| {
                     crate::error::Error::Internal("kernel results out of step".into())
                 })??;
-                let decision = if r.outcome.applied {
-                    Decision::Admitted
-                } else {
-                    Decision::Rejected(codes::invalid_operation(&r.outcome.rejection_code))
-                };
+                let decision = codes::decision_of(&r.outcome);
                 Decided {
                     idx,
                     id: c.id,
                     commitment: c.record.commitment_id.clone(),
                     decision,
-                    // The peer record's recorded time: a retry re-derives the same declaration.
-                    declared_at: r.recorded_at,
+                    // The time the kernel applied the record at (the author node's, bounded):
+                    // a retry re-derives the same declaration, and at a commitment's home it
+                    // is the time every other holder applies the record at (issue 26).
+                    declared_at: r.applied_at,
                     quarantine: None,
                 }
             }

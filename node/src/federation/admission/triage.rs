@@ -51,7 +51,10 @@ pub(super) fn records(
         // The declaration names no sender-chosen commitment: a record rejected at the door is
         // declared under `federation:<peer>` (issue 8), at the record's own declared time.
         let verified = sig_ok.get(i).copied().unwrap_or(false);
-        let checked = check::check(peer, id, signed, now, verified);
+        let checked = check::check(peer, id, signed, now, verified).map(|mut c| {
+            c.at = applied_at(cx, env, i, &c, now);
+            c
+        });
         match checked {
             Err(r) => {
                 door += 1;
@@ -113,4 +116,28 @@ pub(super) fn records(
         });
     }
     Ok(work)
+}
+
+/// The time record `i` applies at (issue 26, item 2): the time the sender's kernel applied it
+/// (`Envelope.applied_at_unix_ms`, signed with the envelope) — a peer's records are all its own
+/// organisation's (`check::authorise`). Where this node is the commitment's home, and so
+/// decides it for every holder, that time is trusted within [`check::CLOCK_SKEW_MS`] behind its
+/// own clock and never ahead of it. `None` (an older sender): this node's clock.
+fn applied_at(
+    cx: &FedContext,
+    env: &Envelope,
+    i: usize,
+    c: &check::Checked,
+    now: i64,
+) -> Option<i64> {
+    let t = env.applied_at_unix_ms.get(i).copied().filter(|t| *t != 0)?;
+    let home_here = cx.projection.read().ok().is_some_and(|p| {
+        p.get(&c.record.commitment_id)
+            .is_some_and(|k| k.home_org(cx.name()) == cx.name())
+    });
+    Some(if home_here {
+        t.clamp(now - check::CLOCK_SKEW_MS, now)
+    } else {
+        t
+    })
 }

@@ -1,0 +1,150 @@
+//! Joining mid-way (issue 26, item 4): when an organisation comes to hold a commitment — a
+//! record named one of its parties (delegate, assign, offer, forward, nominate, a claim from its
+//! queue, a gate or condition participant, a principal or accountable named) — this node sends it
+//! every record of the commitment it authored itself and federates (its parties' records, its
+//! Work service party's, and, at the commitment's home, its decisions about other
+//! organisations' records), in ledger order, before anything later. Every holder does the same
+//! on seeing the join, so the newcomer receives the whole history, each record from its author
+//! with the proof that it is in its author's log, and orders it by the home's decisions.
+//!
+//! Which organisations a commitment's records were already sent to is kept in `meta`
+//! (`federation/sent/<commitment>\0<org>`), written in the router's batch, so a restart does not
+//! send a history twice (a receiver would answer duplicates with their receipts anyway).
+
+use super::FedContext;
+use super::outbox::Item;
+use crate::error::Error;
+use accord_proto::pb::record::v1::Record;
+use accord_proto::pb::work::v1::LedgerEntry;
+use accord_proto::signing::RecordId;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+fn sent_key(commitment: &str, org: &str) -> String {
+    format!("federation/sent/{commitment}\0{org}")
+}
+
+/// The router's memory of which organisations hold which commitment's history here.
+#[derive(Debug, Default)]
+pub(crate) struct Sent(std::sync::Mutex<HashSet<(String, String)>>);
+
+impl Sent {
+    fn contains(&self, cx: &FedContext, commitment: &str, org: &str) -> Result<bool, Error> {
+        let key = (commitment.to_string(), org.to_string());
+        if self.0.lock().map(|s| s.contains(&key)).unwrap_or(false) {
+            return Ok(true);
+        }
+        let found = cx
+            .ledger
+            .store()
+            .meta(&sent_key(commitment, org))?
+            .is_some();
+        if found && let Ok(mut s) = self.0.lock() {
+            s.insert(key);
+        }
+        Ok(found)
+    }
+
+    fn mark(
+        &self,
+        cx: &FedContext,
+        batch: &mut crate::ledger::Batch,
+        commitment: &str,
+        org: &str,
+    ) -> Result<(), Error> {
+        cx.ledger
+            .store()
+            .batch_meta(batch, &sent_key(commitment, org), &[])?;
+        if let Ok(mut s) = self.0.lock() {
+            s.insert((commitment.to_string(), org.to_string()));
+        }
+        Ok(())
+    }
+}
+
+/// The peer organisations holding `commitment` here: every party with a role on it, its
+/// candidates, and its home (issue 26: the home orders its records, so it always receives them).
+pub(crate) fn holders(cx: &FedContext, commitment: &str) -> BTreeSet<String> {
+    let mut orgs = BTreeSet::new();
+    if let Ok(p) = cx.projection.read()
+        && let Some(c) = p.get(commitment)
+    {
+        for party in accord_kernel::parties_with_role(&c)
+            .into_iter()
+            .chain(c.parties())
+            .chain(c.candidate_obligors())
+        {
+            orgs.insert(party.organisation);
+        }
+        orgs.insert(c.home_org(cx.name()).to_string());
+    }
+    orgs.remove(cx.name());
+    orgs.retain(|o| cx.federation.peers.get(o).is_some());
+    orgs
+}
+
+/// Before `entry` is routed: for every peer organisation that holds its commitment and has not
+/// been sent the commitment's history, queues this node's earlier federated records of it (in
+/// ledger order) and remembers the organisation. `queued` counts the items per peer in `batch`.
+pub(crate) fn newcomers(
+    cx: &FedContext,
+    entry: &LedgerEntry,
+    record: &Record,
+    batch: &mut crate::ledger::Batch,
+    queued: &mut BTreeMap<String, u64>,
+    now: i64,
+) -> Result<(), Error> {
+    let commitment = &record.commitment_id;
+    if commitment.is_empty() {
+        return Ok(());
+    }
+    let sent = &cx.federation.sent;
+    let mut new = Vec::new();
+    for org in holders(cx, commitment) {
+        if !sent.contains(cx, commitment, &org)? {
+            new.push(org);
+        }
+    }
+    if new.is_empty() {
+        return Ok(());
+    }
+    let history = cx
+        .projection
+        .read()
+        .map(|p| p.history(commitment))
+        .unwrap_or_default();
+    let store = cx.ledger.store();
+    let mut seen = HashSet::new();
+    for h in history {
+        if h.sequence >= entry.sequence || !seen.insert(h.sequence) {
+            continue;
+        }
+        let Some(e) = store.get(h.sequence)? else {
+            continue;
+        };
+        let Some(r) = super::route::decoded(&e) else {
+            continue;
+        };
+        if !super::route::federated(cx, &e, &r) {
+            continue;
+        }
+        let Ok(id) = <RecordId>::try_from(e.record_id.as_ref()) else {
+            continue;
+        };
+        let item = Item {
+            ledger_seq: e.sequence,
+            record_id: id,
+            queued_at: now,
+        };
+        for org in &new {
+            let in_batch = queued.get(org).copied().unwrap_or(0);
+            if cx.federation.outbox.offer(batch, org, &item, in_batch)? {
+                *queued.entry(org.clone()).or_insert(0) += 1;
+            }
+        }
+    }
+    for org in &new {
+        tracing::info!(%commitment, peer = %org, "federation: sending a commitment's history to a new holder");
+        sent.mark(cx, batch, commitment, org)?;
+    }
+    Ok(())
+}
