@@ -135,11 +135,12 @@ pub(crate) fn newcomers(
             record_id: id,
             queued_at: now,
         };
+        // Queued even while the peer is behind (a peer just added is backfilled from where it
+        // was added, with the holders of that time: it would never get this history). One
+        // commitment's history is bounded; it may exceed `outbox_max` by that much.
         for org in &new {
-            let in_batch = queued.get(org).copied().unwrap_or(0);
-            if cx.federation.outbox.offer(batch, org, &item, in_batch)? {
-                *queued.entry(org.clone()).or_insert(0) += 1;
-            }
+            cx.federation.outbox.enqueue(batch, org, &item)?;
+            *queued.entry(org.clone()).or_insert(0) += 1;
         }
     }
     for org in &new {
