@@ -499,9 +499,10 @@ mod received_tests {
             .map(|r: rec::Record| r.author.unwrap().name)
             .unwrap();
         assert_eq!(author, "alice");
+        let rid = a.id;
         let ask = |token: String| {
             let api = api.clone();
-            let id = a.id;
+            let id = rid;
             async move {
                 api.get_durability(with_token(
                     pb::GetDurabilityRequest {

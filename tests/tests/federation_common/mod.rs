@@ -124,12 +124,41 @@ pub async fn submit(
         .await
         .expect("submit")
         .into_inner();
-    assert!(
-        resp.outcome.as_ref().is_some_and(|o| o.applied),
-        "not applied: {:?}",
-        resp.outcome
-    );
+    assert_settled_applied(node, &id, resp.outcome.clone()).await;
     (id, resp)
+}
+
+/// Asserts that the record `id` applied: at once, or — where the record waits for its
+/// commitment's home to order it (`awaiting_sequence`, issue 26) — once the home's decision
+/// arrived, as `GetRecord` shows it (polled, bounded).
+pub async fn assert_settled_applied(
+    node: &TestNode,
+    id: &[u8; 32],
+    outcome: Option<work::Outcome>,
+) {
+    let mut outcome = outcome;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while outcome
+        .as_ref()
+        .is_some_and(|o| o.rejection_code == "awaiting_sequence")
+        && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        outcome = work(node)
+            .await
+            .get_record(node.admin_request(work::GetRecordRequest {
+                record_id: id.to_vec().into(),
+            }))
+            .await
+            .expect("get record")
+            .into_inner()
+            .entry
+            .and_then(|e| e.outcome);
+    }
+    assert!(
+        outcome.as_ref().is_some_and(|o| o.applied),
+        "not applied: {outcome:?}"
+    );
 }
 
 /// Declares a record for `party` with its bearer token (signed by the node).
@@ -147,12 +176,9 @@ pub async fn declare(node: &TestNode, party: &str, r: Record) -> [u8; 32] {
         .await
         .expect("declare")
         .into_inner();
-    assert!(
-        resp.outcome.as_ref().is_some_and(|o| o.applied),
-        "not applied: {:?}",
-        resp.outcome
-    );
-    resp.record_id.as_ref().try_into().unwrap()
+    let id: [u8; 32] = resp.record_id.as_ref().try_into().unwrap();
+    assert_settled_applied(node, &id, resp.outcome).await;
+    id
 }
 
 pub async fn durability(node: &TestNode, id: &[u8; 32]) -> work::GetDurabilityResponse {
