@@ -155,6 +155,16 @@ impl Projection {
         logged(db.history(id))
     }
 
+    /// The organisations of every party that ever had a role on `id` (issue 26: a home's
+    /// decisions still reach an organisation whose party left the commitment, e.g. a
+    /// delegate's old obligor, whose own records wait for them).
+    pub fn past_organisations(&self, id: &str) -> Vec<String> {
+        let Some(db) = &self.db else {
+            return Vec::new();
+        };
+        logged(db.past_organisations(id))
+    }
+
     /// Whether `who` may read commitment `id`: it had a role on it, or Access makes it the
     /// commitment's principal or queue owner now ([`k::may_read`]). Unknown ids: false.
     pub fn may_read(&self, id: &str, access: &k::Access, who: &k::Party) -> bool {

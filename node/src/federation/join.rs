@@ -61,8 +61,9 @@ impl Sent {
     }
 }
 
-/// The peer organisations holding `commitment` here: every party with a role on it, its
-/// candidates, and its home (issue 26: the home orders its records, so it always receives them).
+/// The peer organisations holding `commitment` here: every party with a role on it (now or
+/// before), its candidates, and its home (issue 26: the home orders its records, so it always
+/// receives them).
 pub(crate) fn holders(cx: &FedContext, commitment: &str) -> BTreeSet<String> {
     let mut orgs = BTreeSet::new();
     if let Ok(p) = cx.projection.read()
@@ -76,6 +77,7 @@ pub(crate) fn holders(cx: &FedContext, commitment: &str) -> BTreeSet<String> {
             orgs.insert(party.organisation);
         }
         orgs.insert(c.home_org(cx.name()).to_string());
+        orgs.extend(p.past_organisations(commitment));
     }
     orgs.remove(cx.name());
     orgs.retain(|o| cx.federation.peers.get(o).is_some());

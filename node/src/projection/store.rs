@@ -447,6 +447,24 @@ impl Persisted {
             .is_some())
     }
 
+    /// The organisations of every party that ever had a role on `id` (`pj_readers`).
+    pub fn past_organisations(&self, id: &str) -> Result<Vec<String>, Error> {
+        let p = prefix(id);
+        let mut out: Vec<String> = Vec::new();
+        self.store.scan_extra(READERS, &p, |k, _| {
+            let Some(rest) = k.strip_prefix(p.as_slice()) else {
+                return false;
+            };
+            if let Some(org) = String::from_utf8_lossy(rest).split('/').next()
+                && !out.iter().any(|o| o == org)
+            {
+                out.push(org.to_string());
+            }
+            true
+        })?;
+        Ok(out)
+    }
+
     /// The applied `acted_upon` records naming `on`, in ledger order.
     pub fn acted_upon(&self, on: &RecordId) -> Result<Vec<RecordId>, Error> {
         let mut out = Vec::new();
