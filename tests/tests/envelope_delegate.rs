@@ -200,15 +200,18 @@ async fn bob_defers(b: &TestNode) -> String {
             .parse()
             .unwrap(),
     );
-    let o = work(b)
+    let resp = work(b)
         .await
         .declare(req)
         .await
         .expect("declare")
-        .into_inner()
-        .outcome
-        .unwrap_or_default();
-    o.rejection_code
+        .into_inner();
+    let id: [u8; 32] = resp.record_id.as_ref().try_into().unwrap();
+    // JOB's home is acme: bob's record applies once acme ordered it (issue 26).
+    settled(b, &id, resp.outcome)
+        .await
+        .unwrap_or_default()
+        .rejection_code
 }
 
 #[tokio::test(flavor = "multi_thread")]

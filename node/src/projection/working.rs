@@ -258,8 +258,12 @@ impl Working {
             }
             return None;
         }
-        // This node's own declarations about peer records stay local, as before.
-        if matches!(record.op, k::Operation::Admission { .. }) {
+        // This node's own declarations about peer records stay local, as before; and a
+        // commitment this organisation holds in an open commit envelope refuses its parties'
+        // other records here at once (seed 003: the hold is the participant's own rule).
+        if matches!(record.op, k::Operation::Admission { .. })
+            || self.envelopes.hold(record, access).is_some()
+        {
             return None;
         }
         self.pending.insert(record.id, (seq, record.clone()));

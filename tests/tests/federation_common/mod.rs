@@ -136,7 +136,21 @@ pub async fn assert_settled_applied(
     id: &[u8; 32],
     outcome: Option<work::Outcome>,
 ) {
-    let mut outcome = outcome;
+    let outcome = settled(node, id, outcome).await;
+    assert!(
+        outcome.as_ref().is_some_and(|o| o.applied),
+        "not applied: {outcome:?}"
+    );
+}
+
+/// The outcome of record `id` once settled: `outcome` itself, or — for a record waiting for its
+/// commitment's home (`awaiting_sequence`) — the home's decision as `GetRecord` shows it once it
+/// arrived (polled, bounded; still `awaiting_sequence` if it never did).
+pub async fn settled(
+    node: &TestNode,
+    id: &[u8; 32],
+    mut outcome: Option<work::Outcome>,
+) -> Option<work::Outcome> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while outcome
         .as_ref()
@@ -155,10 +169,7 @@ pub async fn assert_settled_applied(
             .entry
             .and_then(|e| e.outcome);
     }
-    assert!(
-        outcome.as_ref().is_some_and(|o| o.applied),
-        "not applied: {outcome:?}"
-    );
+    outcome
 }
 
 /// Declares a record for `party` with its bearer token (signed by the node).
