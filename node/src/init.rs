@@ -93,9 +93,10 @@ pub fn init(o: &InitOptions) -> Result<Initialized, Error> {
     write(&o.dir.join(files::NODE_VKEY), &node.verifier().to_vkey())?;
     let tls = crate::pki::generate(&o.name, &crate::pki::default_sans(&o.name))?;
     write(&o.dir.join(files::TLS_CA), &tls.ca_cert_pem)?;
-    // The CA key is not kept (issue 8): it signed the leaf and is dropped, so a copy of the
-    // node directory cannot mint TLS identities; a new leaf means a new `init`'d CA, which
-    // peers then re-add. (The CA is also name-constrained to this node's names: `pki`.)
+    // The CA key is not kept (issue 8): it signed the leaf and is dropped, so the CA certifies
+    // exactly this one leaf and a copy of the node directory cannot mint TLS identities; a new
+    // leaf means a new CA (`accord-node tls reissue`), which peers then trust instead. (No name
+    // constraints: gRPC's C core refuses them, issue 28; `pki`.)
     write(&o.dir.join(files::TLS_CERT), &tls.cert_pem)?;
     write_secret(&o.dir.join(files::TLS_KEY), &tls.key_pem)?;
     let admin_token = layout::token();
@@ -216,5 +217,145 @@ k = 0
         vkey: node.verifier().to_vkey(),
         admin_token,
         parties,
+    })
+}
+
+/// What `accord-node tls reissue` did, for printing.
+#[derive(Debug, Clone)]
+pub struct Reissued {
+    /// The organisation name (the config's `name`).
+    pub name: String,
+    /// Where the old CA, certificate and key were copied to.
+    pub backup: PathBuf,
+    /// The new CA certificate (`tls/ca.pem`): peers and clients must trust this one now.
+    pub ca: PathBuf,
+    /// The new leaf certificate (`tls.cert`).
+    pub cert: PathBuf,
+    /// Hex SHA-256 of the new CA's DER.
+    pub ca_sha256: String,
+    /// Hex SHA-256 of the new leaf's DER: a peer's `pin_sha256` for this node.
+    pub leaf_sha256: String,
+    /// The names the new leaf carries (those of the old leaf).
+    pub sans: Vec<String>,
+    /// Whether the TLS key (`tls.key`) was kept; else a new one was written.
+    pub key_kept: bool,
+}
+
+/// The DNS names and IP addresses of a DER certificate's subjectAltName.
+fn cert_sans(der: &[u8]) -> Vec<String> {
+    use x509_parser::extensions::GeneralName;
+    let Ok((_, cert)) = x509_parser::parse_x509_certificate(der) else {
+        return Vec::new();
+    };
+    let Ok(Some(san)) = cert.subject_alternative_name() else {
+        return Vec::new();
+    };
+    san.value
+        .general_names
+        .iter()
+        .filter_map(|n| match n {
+            GeneralName::DNSName(s) => Some((*s).to_owned()),
+            GeneralName::IPAddress(b) => match b.len() {
+                4 => <[u8; 4]>::try_from(*b)
+                    .ok()
+                    .map(|a| std::net::IpAddr::from(a).to_string()),
+                16 => <[u8; 16]>::try_from(*b)
+                    .ok()
+                    .map(|a| std::net::IpAddr::from(a).to_string()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+fn sha256_hex(der: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(der))
+}
+
+/// Replaces `path` with `text`: written beside it, synced, then renamed over it.
+fn replace(path: &Path, text: &str, access: Access) -> Result<(), Error> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".reissue-tmp");
+    let tmp = PathBuf::from(tmp);
+    let _ = std::fs::remove_file(&tmp);
+    write_as(&tmp, text, access)?;
+    std::fs::rename(&tmp, path)
+        .map_err(|e| Error::invalid("--dir", format!("{}: {e}", path.display())))
+}
+
+/// `accord-node tls reissue`: replaces the TLS material of the node directory `dir` (its
+/// `accord.toml`) with a new CA and leaf as `init` writes them today (issue 28: no name
+/// constraints), keeping everything else — node and party keys, tokens, config, ledger — and
+/// the TLS key itself when rcgen can sign with it (a key `init` wrote can). The leaf carries the
+/// old leaf's names (or [`crate::pki::default_sans`] if it had none). The old CA, certificate
+/// and key are copied first to `tls/backup-<unix seconds>/`. The CA's key is dropped again.
+///
+/// The CA changes, so peers and clients must trust the new `tls/ca.pem` (and a peer pinning
+/// this node's leaf needs the new [`Reissued::leaf_sha256`]); a running node serves the new
+/// certificate once restarted.
+pub fn reissue_tls(dir: &Path) -> Result<Reissued, Error> {
+    let cfg = crate::config::Config::load(&dir.join(files::CONFIG))?;
+    let (cert_path, key_path, ca_path) = (
+        cfg.tls.cert.clone(),
+        cfg.tls.key.clone(),
+        dir.join(files::TLS_CA),
+    );
+    let old = crate::tls::load_certs(&cert_path)?;
+    let mut sans = cert_sans(old[0].as_ref());
+    if sans.is_empty() {
+        sans = crate::pki::default_sans(&cfg.name);
+    }
+    let key_pem = std::fs::read_to_string(&key_path)
+        .map_err(|e| Error::Tls(format!("tls.key: {}: {e}", key_path.display())))?;
+    let (tls, key_kept) = match crate::pki::generate_for_key(&cfg.name, &sans, &key_pem) {
+        Ok(m) => (m, true),
+        Err(_) => (crate::pki::generate(&cfg.name, &sans)?, false),
+    };
+
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let tls_dir = ca_path.parent().unwrap_or(dir).to_path_buf();
+    let mut backup = tls_dir.join(format!("backup-{stamp}"));
+    let mut n = 1;
+    while backup.exists() {
+        backup = tls_dir.join(format!("backup-{stamp}-{n}"));
+        n += 1;
+    }
+    let io = |p: &Path, e: std::io::Error| Error::invalid("--dir", format!("{}: {e}", p.display()));
+    std::fs::create_dir_all(&backup).map_err(|e| io(&backup, e))?;
+    for p in [&ca_path, &cert_path, &key_path] {
+        if !p.exists() {
+            continue;
+        }
+        let name = p.file_name().unwrap_or(p.as_os_str());
+        // `copy` keeps the permission bits: the key's copy stays owner-only.
+        std::fs::copy(p, backup.join(name)).map_err(|e| io(p, e))?;
+    }
+
+    if !key_kept {
+        replace(&key_path, &tls.key_pem, Access::Secret)?;
+    }
+    replace(&cert_path, &tls.cert_pem, Access::Public)?;
+    replace(&ca_path, &tls.ca_cert_pem, Access::Public)?;
+    let der = |pem: &str| -> Result<Vec<u8>, Error> {
+        rustls_pemfile::certs(&mut pem.as_bytes())
+            .next()
+            .and_then(Result::ok)
+            .map(|c| c.as_ref().to_vec())
+            .ok_or_else(|| Error::Tls("generated certificate does not parse".into()))
+    };
+    Ok(Reissued {
+        name: cfg.name,
+        backup,
+        ca: ca_path,
+        cert: cert_path,
+        ca_sha256: sha256_hex(&der(&tls.ca_cert_pem)?),
+        leaf_sha256: sha256_hex(&der(&tls.cert_pem)?),
+        sans,
+        key_kept,
     })
 }

@@ -1,4 +1,4 @@
-//! `accord-node`: `init` a node directory, or `serve` one.
+//! `accord-node`: `init` a node directory, `serve` one, or `tls reissue` its TLS material.
 
 /// mimalloc, not glibc malloc: the record path allocates on the async workers and frees on the
 /// ledger writer (and the reverse), which glibc's arenas handle poorly (issue 14, BENCHMARKS.md).
@@ -37,6 +37,9 @@ enum Cmd {
         #[arg(long, default_value = "127.0.0.1:7443")]
         listen: String,
     },
+    /// TLS material of an existing node directory.
+    #[command(subcommand)]
+    Tls(TlsCmd),
     /// Serve a node.
     Serve {
         /// The config file.
@@ -45,6 +48,19 @@ enum Cmd {
         /// Log format.
         #[arg(long, value_enum, default_value_t = LogFormat::Human)]
         log_format: LogFormat,
+    },
+}
+
+#[derive(Subcommand)]
+enum TlsCmd {
+    /// Replace the directory's CA and TLS certificate with ones every gRPC stack accepts (the
+    /// CA of an `init` before issue 28 carries name constraints that gRPC's C core refuses).
+    /// Keeps the node's keys, names, TLS key, config and ledger; copies the old files to
+    /// tls/backup-<time>/ first. The CA changes: prints what peers and clients must update.
+    Reissue {
+        /// The node directory (the one given to `init`; holds accord.toml).
+        #[arg(long)]
+        dir: PathBuf,
     },
 }
 
@@ -69,6 +85,43 @@ async fn main() -> anyhow::Result<()> {
             for (p, vkey, _) in &made.parties {
                 println!("party {p}: vkey {vkey} (skey and token under parties/)");
             }
+            Ok(())
+        }
+        Cmd::Tls(TlsCmd::Reissue { dir }) => {
+            let r = init::reissue_tls(&dir)?;
+            println!("old TLS files copied to {}", r.backup.display());
+            println!(
+                "new CA: {} (SHA-256 {}); its key was not kept",
+                r.ca.display(),
+                r.ca_sha256
+            );
+            println!(
+                "new certificate: {} for {} ({})",
+                r.cert.display(),
+                r.sans.join(", "),
+                if r.key_kept {
+                    "same TLS key"
+                } else {
+                    "new TLS key"
+                }
+            );
+            println!("pin_sha256: {}", r.leaf_sha256);
+            println!("node key, party keys, tokens, config and ledger are unchanged.");
+            println!("next:");
+            println!("  1. restart the node (accord-node serve) so it serves the new certificate;");
+            println!(
+                "  2. every peer replaces the CA it holds for {name} with the new {ca}: \
+                 `accordctl admin peer remove {name}`, then `accordctl admin peer add --name {name} \
+                 --tls-pem <new ca.pem> ...` (records for {name}'s parties are queued again), replaces the file its \
+                 [[peers]] ca names if it lists {name} there, and sets pin_sha256 = \"{pin}\" if it pins {name}'s leaf;",
+                name = r.name,
+                ca = r.ca.display(),
+                pin = r.leaf_sha256
+            );
+            println!(
+                "  3. clients (SDKs, grpcurl, accordctl --ca) trust the new {}.",
+                r.ca.display()
+            );
             Ok(())
         }
         Cmd::Serve { config, log_format } => {

@@ -3,8 +3,8 @@
 //! connects to peers with mutual TLS). Peers and clients trust the CA.
 //!
 //! The generation itself is shared daemon plumbing ([`accord_daemon::pki`], mutual-TLS
-//! profile): the CA is name-constrained (RFC 5280 §4.2.1.10) to the names of the leaf it
-//! issues, and `accord-node init` does not keep the CA key at all (issue 8).
+//! profile). `accord-node init` does not keep the CA key at all (issue 8), so the CA certifies
+//! exactly the one leaf; it carries no name constraints, which gRPC's C core refuses (issue 28).
 
 use crate::error::Error;
 
@@ -18,6 +18,19 @@ pub fn generate(name: &str, sans: &[String]) -> Result<TlsMaterial, Error> {
         name,
         sans,
         accord_daemon::pki::Profile::MutualTls,
+    )
+    .map_err(|e| Error::Tls(e.to_string()))
+}
+
+/// As [`generate`], for a leaf key that stays (`key_pem`): a new CA and leaf certificate for
+/// the same TLS key (`accord-node tls reissue`).
+pub fn generate_for_key(name: &str, sans: &[String], key_pem: &str) -> Result<TlsMaterial, Error> {
+    accord_daemon::pki::generate_for_key(
+        &format!("{name} Accord CA"),
+        name,
+        sans,
+        accord_daemon::pki::Profile::MutualTls,
+        Some(key_pem),
     )
     .map_err(|e| Error::Tls(e.to_string()))
 }

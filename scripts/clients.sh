@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Real gRPC clients outside Rust against a node and a witness made by a plain `init` (issue 28):
+# Python grpcio (BoringSSL inside gRPC's C core, as the C++, Ruby, PHP and C# clients) and
+# Node.js @grpc/grpc-js (Node's OpenSSL), each trusting only the tls/ca.pem `init` wrote.
+#
+#   scripts/clients.sh [BIN_DIR]    BIN_DIR holds accord-node and accord-witness (target/debug)
+#
+# The Python packages go into a virtual environment at target/pyenv and the npm packages into
+# target/node-clients (created on first use; clients/python/requirements.txt and
+# clients/node/package.json say which). Needs python3 with venv, node and npm.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="${1:-target/debug}"
+
+py=target/pyenv
+if ! "$py/bin/python" -c 'import grpc, grpc_health.v1, grpc_tools' 2>/dev/null; then
+  echo "creating $py (clients/python/requirements.txt)" >&2
+  python3 -m venv "$py"
+  "$py/bin/pip" install -q --disable-pip-version-check -r clients/python/requirements.txt
+fi
+js=target/node-clients
+if ! cmp -s clients/node/package.json "$js/package.json" || [ ! -d "$js/node_modules/@grpc/grpc-js" ]; then
+  echo "installing $js (clients/node/package.json)" >&2
+  mkdir -p "$js"
+  cp clients/node/package.json "$js/package.json"
+  (cd "$js" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# Starts a daemon (its stdout through a FIFO kept open) and prints its first stdout line, the
+# `listening ...` line it prints once bound: readiness is observed, never slept for.
+start() {
+  local name=$1
+  shift
+  mkfifo "$tmp/$name.out"
+  "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+  pids+=("$!")
+  local fd line
+  exec {fd}<"$tmp/$name.out"
+  if ! read -r -t 60 -u "$fd" line; then
+    echo "$name did not start:" >&2
+    cat "$tmp/$name.err" >&2
+    exit 1
+  fi
+  echo "$line"
+}
+
+"$bin/accord-node" init --dir "$tmp/node" --name acme --listen 127.0.0.1:0 >/dev/null
+"$bin/accord-witness" init --dir "$tmp/witness" --name witness.example/w1 \
+  --grpc-listen 127.0.0.1:0 --http-listen 127.0.0.1:0 >/dev/null 2>&1
+node_line=$(start node "$bin/accord-node" serve --config "$tmp/node/accord.toml")
+node_addr=${node_line#listening }
+witness_line=$(start witness "$bin/accord-witness" serve --config "$tmp/witness/witness.toml")
+witness_addr=${witness_line#listening grpc=}
+witness_addr=${witness_addr%% *}
+
+failed=0
+check() {
+  local what=$1
+  shift
+  if out=$("$@" 2>&1); then
+    echo "ok: $what: $out"
+  else
+    echo "FAILED: $what: $out" >&2
+    failed=1
+  fi
+}
+# Python dials the IP address (the certificate's IP name is checked), Node.js the DNS name
+# (Node warns when TLS is asked to verify an IP address as a server name).
+for target in "node $node_addr $tmp/node/tls/ca.pem" "witness $witness_addr $tmp/witness/tls/ca.pem"; do
+  read -r what addr ca <<<"$target"
+  check "python grpcio health, $what at $addr" \
+    "$py/bin/python" clients/python/health.py --target "$addr" --ca "$ca"
+  check "node grpc-js health, $what at localhost:${addr##*:}" \
+    env NODE_PATH="$js/node_modules" node clients/node/health.js --target "localhost:${addr##*:}" --ca "$ca"
+done
+exit "$failed"
