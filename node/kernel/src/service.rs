@@ -356,10 +356,14 @@ pub(crate) fn check_unclaim(ctx: &Ctx) -> Result<(), Rejection> {
     )
 }
 
-/// Whether `who` is the Work service party of `c`: the Work service party of the commitment's
-/// home organisation, the one author of the records time produces (issue 26, item 1). Another
-/// organisation's Work service party is no role on `c`, so a node never applies a time record
-/// its own clock would have written for a commitment homed elsewhere.
+/// Whether `who` is the Work service party of `c`: this node's own (Access's), or the Work
+/// service party of the commitment's home organisation, the one author of the records time
+/// produces across organisations (issue 26, item 1). Any other organisation's Work service
+/// party holds no role on `c`. That a node writes time records only for the commitments it
+/// homes is the node's rule (its clock reads only those), not the kernel's: the kernel also
+/// serves a single node acting for several organisations.
 pub fn is_service_party(c: &Commitment, access: &crate::access::Access, who: &Party) -> bool {
-    who.name == access.service.name && who.organisation == c.home_org(&access.service.organisation)
+    *who == access.service
+        || (who.name == access.service.name
+            && who.organisation == c.home_org(&access.service.organisation))
 }

@@ -341,6 +341,7 @@ fn op_for(n: u8, c: &Commitment, basis: &[RecordId], now: i64) -> Operation {
             outcome: AdmissionOutcome::Quarantined,
             code: "x".into(),
             closes: None,
+            at: 0,
         },
         45 => O::Decline {
             reason: DeclineReason::Unspecified,

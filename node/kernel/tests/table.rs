@@ -699,6 +699,7 @@ fn op_for(key: RuleKey, author: &Party) -> (Operation, Vec<RecordId>) {
                 outcome: AdmissionOutcome::Admitted,
                 code: String::new(),
                 closes: None,
+                at: 0,
             },
             vec![],
         ),
