@@ -171,7 +171,7 @@ impl Replay {
             entry.sequence,
             &id,
             &record,
-            crate::ledger::applied_at(&entry),
+            crate::ledger::applied_at(entry),
         ))
     }
 }
