@@ -35,6 +35,7 @@ pub(crate) mod metrics;
 pub(crate) mod node;
 pub(crate) mod pki;
 pub(crate) mod projection;
+pub(crate) mod received;
 pub(crate) mod runs;
 pub(crate) mod scrape;
 pub(crate) mod server;

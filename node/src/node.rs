@@ -42,7 +42,7 @@ pub struct Node {
     /// The node's one clock.
     pub clock: Clock,
     /// Records past the door, waiting for their synced write (`received`, never stored).
-    pub received: Arc<crate::services::received::Received>,
+    pub received: Arc<crate::received::Received>,
 }
 
 impl Node {

@@ -8,7 +8,6 @@ pub mod envelope;
 pub mod federation;
 pub mod listing;
 pub mod log;
-pub mod received;
 pub mod run;
 pub mod run_receipt;
 pub mod submit;

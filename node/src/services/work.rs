@@ -543,7 +543,7 @@ mod received_tests {
 /// A record recorded `awaiting_sequence` (issue 26: its commitment's home orders it) shows the
 /// outcome the home's decision gave it here, once that arrived: its entry in its commitment's
 /// history, which the decision rewrote. The ledger entry itself is never rewritten.
-fn settled(node: &crate::node::Node, entry: &mut pb::LedgerEntry) {
+fn settled(node: &Node, entry: &mut pb::LedgerEntry) {
     use accord_proto::pb::record::v1::Record;
     use prost::Message;
     if entry.outcome.as_ref().map(|o| o.rejection_code.as_str())
