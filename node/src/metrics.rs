@@ -46,6 +46,8 @@ pub struct Metrics {
     rocksdb_memory: IntGaugeVec,
     tls_handshake_failures: IntCounterVec,
     connections_closed: IntCounterVec,
+    service_ticks: IntCounter,
+    service_ticked_at: IntGauge,
     /// Unix ms when the checkpointer last found the latest checkpoint covering the whole ledger
     /// (0 = not yet since start).
     checkpoint_current_at: Arc<AtomicI64>,
@@ -234,8 +236,18 @@ impl Metrics {
              `limits.max_connections`; timeout: no HTTP/2 preface in time, or idle).",
             &["reason"],
         );
+        let service_ticks = counter(
+            "accord_work_service_ticks_total",
+            "Ticks of the Work service clock completed (each wrote every time record due then).",
+        );
+        let service_ticked_at = gauge(
+            "accord_work_service_ticked_at_ms",
+            "The node-clock time (Unix ms) the last completed Work service tick looked at.",
+        );
         Metrics {
             registry,
+            service_ticks,
+            service_ticked_at,
             appends,
             duplicates,
             group_commit_records,
@@ -297,6 +309,17 @@ impl Metrics {
             AppendStage::Publish => &s.publish,
         };
         h.observe(elapsed.as_secs_f64());
+    }
+
+    /// A Work service tick that looked at `now_ms` completed (every record due then written).
+    pub fn service_ticked(&self, now_ms: i64) {
+        self.service_ticked_at.set(now_ms);
+        self.service_ticks.inc();
+    }
+
+    /// (ticks completed, the node-clock time the last one looked at).
+    pub fn service_ticks(&self) -> (u64, i64) {
+        (self.service_ticks.get(), self.service_ticked_at.get())
     }
 
     /// The checkpointer found the latest checkpoint covering the whole ledger now.

@@ -170,6 +170,7 @@ pub async fn tick(node: &Arc<Node>, now: i64) -> usize {
             Err(e) => tracing::warn!(error = %e, "work service record not written"),
         }
     }
+    node.metrics.service_ticked(now);
     written
 }
 

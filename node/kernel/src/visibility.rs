@@ -59,6 +59,12 @@ pub fn parties_with_role(c: &Commitment) -> Vec<Party> {
             .addressed_to
             .iter()
             .for_each(|p| push(&mut out, p));
+        // A gate's participants answer it against the commitment's current terms (seed 000,
+        // "Gates"), so they read the commitment they are asked about.
+        oc.condition
+            .participant_list()
+            .iter()
+            .for_each(|p| push(&mut out, p));
     }
     for it in c.items.values() {
         if let Some(s) = &it.statement {

@@ -114,6 +114,14 @@ impl FedContext {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// Whether `commitment` is known here and homed here (issue 26: this node orders it).
+    pub fn homed_here(&self, commitment: &str) -> bool {
+        self.projection.read().ok().is_some_and(|p| {
+            p.get(commitment)
+                .is_some_and(|k| k.home_org(self.name()) == self.name())
+        })
+    }
 }
 
 /// The operator's party name inside the organisation: author of hand-made admission decisions.

@@ -333,6 +333,9 @@ async fn close(
 ) -> Result<(Decision, RecordId), FedError> {
     let now = cx.clock.now_ms();
     let operator = super::OPERATOR_PARTY;
+    // At the commitment's home, the record and the decision about it are adjacent (as in
+    // admission: the decision is where every other holder applies it, issue 26).
+    let ledger = cx.ledger.hold(cx.homed_here(&q.commitment)).await;
     // The declared time depends on the record and the decision only (issue 16): the time the
     // quarantine opened, or the released record's recorded time.
     let (decision, author, declared_at) = match &how {
@@ -356,8 +359,7 @@ async fn close(
                 Some(c) => c.clone(),
                 None => kept(id, &q)?,
             };
-            let r = cx
-                .ledger
+            let r = ledger
                 .append(Append {
                     id,
                     signed: c.signed,
@@ -383,7 +385,8 @@ async fn close(
     }
     .sign(&cx.signer, cx.name())?;
     let admission_id = a.id;
-    let r = cx.ledger.append(a).await?;
+    let r = ledger.append(a).await?;
+    drop(ledger);
     let decisions = &cx.federation.decisions;
     let mut batch = decisions.batch();
     decisions.forget_quarantined(&mut batch, &id, &q)?;

@@ -113,10 +113,7 @@ pub(crate) fn federated(cx: &FedContext, entry: &LedgerEntry, r: &Record) -> boo
     if let Some(Operation::Admission(a)) = &r.operation {
         return a.outcome != pb::AdmissionOutcome::Quarantined as i32
             && outcome.is_some_and(|o| o.applied)
-            && cx.projection.read().is_ok_and(|p| {
-                p.get(&r.commitment_id)
-                    .is_some_and(|c| c.home_org(cx.name()) == cx.name())
-            });
+            && cx.homed_here(&r.commitment_id);
     }
     let service = r
         .author

@@ -74,6 +74,35 @@ pub struct Ledger<I> {
     len: watch::Receiver<u64>,
     metrics: Arc<std::sync::OnceLock<crate::metrics::Metrics>>,
     fail_writes: Arc<std::sync::atomic::AtomicBool>,
+    /// Appends share it; [`Ledger::hold`] takes it alone, so that nothing is appended between
+    /// the appends made through a [`Held`] (issue 26: at a commitment's home, a peer's record
+    /// and the home's decision about it are adjacent in the order every holder follows).
+    order: Arc<tokio::sync::RwLock<()>>,
+}
+
+/// The ledger, held by one caller or not ([`Ledger::hold`]): while held, every other append
+/// waits until it is dropped.
+pub struct Held<'a, I> {
+    ledger: &'a Ledger<I>,
+    order: Option<tokio::sync::RwLockWriteGuard<'a, ()>>,
+}
+
+impl<I: Send + 'static> Held<'_, I> {
+    /// [`Ledger::append_many`]; while held, with no other append in between.
+    pub async fn append_many(&self, appends: Vec<Append<I>>) -> Vec<Result<AppendResult, Error>> {
+        match self.order {
+            Some(_) => self.ledger.send(appends).await,
+            None => self.ledger.append_many(appends).await,
+        }
+    }
+
+    /// [`Ledger::append`], with no other append in between.
+    pub async fn append(&self, a: Append<I>) -> Result<AppendResult, Error> {
+        self.append_many(vec![a])
+            .await
+            .pop()
+            .unwrap_or(Err(Error::LedgerStopped))
+    }
 }
 
 impl<I> std::fmt::Debug for Ledger<I> {
@@ -92,6 +121,7 @@ impl<I> Clone for Ledger<I> {
             len: self.len.clone(),
             metrics: self.metrics.clone(),
             fail_writes: self.fail_writes.clone(),
+            order: self.order.clone(),
         }
     }
 }
@@ -191,6 +221,7 @@ impl<I: Send + 'static> Ledger<I> {
                 len: len_rx,
                 metrics,
                 fail_writes,
+                order: Arc::default(),
             },
             handle,
         ))
@@ -208,6 +239,24 @@ impl<I: Send + 'static> Ledger<I> {
     /// commits as the writer's `max_batch` allows); resolves, with one result per record in the
     /// same order, once all of them are durable (or were already in the ledger).
     pub async fn append_many(&self, appends: Vec<Append<I>>) -> Vec<Result<AppendResult, Error>> {
+        let _shared = self.order.read().await;
+        self.send(appends).await
+    }
+
+    /// When `hold`, holds the ledger: appends made through the [`Held`] follow one another
+    /// with no other append in between, until it is dropped (else it appends as usual). Hold
+    /// it only across appends, with no other wait.
+    pub async fn hold(&self, hold: bool) -> Held<'_, I> {
+        Held {
+            ledger: self,
+            order: match hold {
+                true => Some(self.order.write().await),
+                false => None,
+            },
+        }
+    }
+
+    async fn send(&self, appends: Vec<Append<I>>) -> Vec<Result<AppendResult, Error>> {
         if appends.is_empty() {
             return Vec::new();
         }

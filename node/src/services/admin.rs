@@ -46,7 +46,7 @@ impl AdminApi {
 }
 
 /// Every peer with its delivery health, and the quarantine's size (blocking: RocksDB reads).
-fn status_of_federation(n: &Node) -> Result<(Vec<pb::PeerStatus>, u64), Error> {
+fn status_of_federation(n: &Node) -> Result<(Vec<pb::PeerStatus>, u64, u64), Error> {
     let fed = &n.federation;
     let now = n.clock.now_ms();
     let mut peers = Vec::new();
@@ -71,7 +71,12 @@ fn status_of_federation(n: &Node) -> Result<(Vec<pb::PeerStatus>, u64), Error> {
             }),
         });
     }
-    Ok((peers, fed.quarantine.size()? as u64))
+    let routed = crate::federation::route::cursor(&n.fed)?;
+    Ok((
+        peers,
+        fed.quarantine.size()? as u64,
+        n.ledger.len().saturating_sub(routed),
+    ))
 }
 
 /// The key names of a signed note's signature lines (`— <name> <base64>`) other than `origin`'s
@@ -95,7 +100,7 @@ impl AdminService for AdminApi {
         self.auth(&req)?;
         let n = &self.node;
         // One screen of health for `accordctl status`: peers and quarantine read RocksDB.
-        let (peers, quarantine_size) = self.blocking(status_of_federation).await?;
+        let (peers, quarantine_size, unrouted) = self.blocking(status_of_federation).await?;
         let witnessed = n.log.witnessed();
         Ok(Response::new(pb::GetStatusResponse {
             name: n.name().to_string(),
@@ -111,6 +116,9 @@ impl AdminService for AdminApi {
                 .map(|c| cosigners(&c.note, &n.config.origin()))
                 .unwrap_or_default(),
             checkpoint_age_ms: n.metrics.checkpoint_age(n.clock.now_ms()).as_millis() as i64,
+            service_ticks: n.metrics.service_ticks().0,
+            service_ticked_at_unix_ms: n.metrics.service_ticks().1,
+            records_unrouted: unrouted,
         }))
     }
 

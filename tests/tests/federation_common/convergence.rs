@@ -121,45 +121,51 @@ pub async fn heal(a: &TestNode, b: &TestNode) {
     b.set_peer_enabled(&a.name, true).await.unwrap();
 }
 
-/// (ledger size, quarantine size, records queued for peers, a peer still backfilling).
-async fn activity(n: &TestNode) -> (u64, u64, u64, bool) {
+/// What moves at a node: (ledger size, quarantine size), and whether work is in hand (records
+/// queued for peers or not yet routed, a peer still backfilling), with the Work service ticks
+/// completed so far.
+async fn activity(n: &TestNode) -> ((u64, u64), Option<String>, u64) {
     let s = n.status().await.expect("status");
     let health = s.peers.iter().filter_map(|p| p.health.as_ref());
-    let queued = health.clone().map(|h| h.queue_depth).sum();
+    let queued: u64 = health.clone().map(|h| h.queue_depth).sum();
     let backfilling = health.clone().any(|h| h.backfilling);
-    (s.ledger_size, s.quarantine_size, queued, backfilling)
+    let busy = (queued > 0 || backfilling || s.records_unrouted > 0).then(|| {
+        format!(
+            "{}: {queued} queued, {} unrouted, backfilling {backfilling}",
+            n.name, s.records_unrouted
+        )
+    });
+    ((s.ledger_size, s.quarantine_size), busy, s.service_ticks)
 }
 
-/// Waits (polling) until nothing moves at `nodes`: no ledger grows and no quarantine changes for
-/// three Work service ticks — so at least two ticks passed on the clocks as they are now — and,
-/// when `drained`, every outbox is empty and no backfill runs.
+/// Waits (polling) until nothing moves at `nodes`: no ledger grows and no quarantine changes
+/// while every node's Work service completes two ticks — counted, not timed, so a loaded machine
+/// cannot end the wait before a tick on the clocks as they are now wrote what is due — and, when
+/// `drained`, every record is routed, every outbox is empty and no backfill runs.
 pub async fn settle(nodes: &[&TestNode], drained: bool) {
     let started = Instant::now();
-    let window = Duration::from_millis(3 * TICK_MS);
-    let mut stable: Option<(Vec<(u64, u64)>, Instant)> = None;
+    // The sizes seen, and each node's tick count, when they were first seen.
+    let mut stable: Option<(Vec<(u64, u64)>, Vec<u64>)> = None;
     loop {
-        let mut now = Vec::new();
+        let mut sizes = Vec::new();
         let mut busy = Vec::new();
+        let mut ticks = Vec::new();
         for n in nodes {
-            let (size, quarantine, queued, backfilling) = activity(n).await;
-            now.push((size, quarantine));
-            if drained && (queued > 0 || backfilling) {
-                busy.push(format!(
-                    "{}: {queued} queued, backfilling {backfilling}",
-                    n.name
-                ));
+            let (size, b, t) = activity(n).await;
+            sizes.push(size);
+            ticks.push(t);
+            if drained && let Some(b) = b {
+                busy.push(b);
             }
         }
-        if !busy.is_empty() {
-            stable = None;
-        } else if let Some((was, since)) = &stable
-            && *was == now
-        {
-            if since.elapsed() >= window {
-                return;
+        match &stable {
+            _ if !busy.is_empty() => stable = None,
+            Some((was, since)) if *was == sizes => {
+                if ticks.iter().zip(since).all(|(t, s)| *t >= s + 2) {
+                    return;
+                }
             }
-        } else {
-            stable = Some((now, Instant::now()));
+            _ => stable = Some((sizes, ticks)),
         }
         if started.elapsed() > SETTLE {
             panic!("no quiescence within {SETTLE:?}: {busy:?}");

@@ -2,11 +2,10 @@
 //! records get their decision from triage.
 
 use super::{Decided, Work};
-use crate::federation::FedContext;
 use crate::federation::codes::{self, Decision};
 use crate::federation::error::FedError;
 use crate::federation::peers::Peer;
-use crate::ledger::Append;
+use crate::ledger::{Append, Held};
 use accord_proto::pb::federation::v1::Signed;
 
 /// Every record's decision, and the receipts already known (duplicates).
@@ -21,7 +20,7 @@ pub(super) struct Committed {
 
 /// Appends the records for the kernel and turns every triaged record into a decision.
 pub(super) async fn kernel(
-    cx: &FedContext,
+    ledger: &Held<'_, accord_kernel::Record>,
     peer: &Peer,
     work: Vec<Work>,
 ) -> Result<Committed, FedError> {
@@ -38,7 +37,7 @@ pub(super) async fn kernel(
             _ => None,
         })
         .collect();
-    let mut kernel = cx.ledger.append_many(appends).await.into_iter();
+    let mut kernel = ledger.append_many(appends).await.into_iter();
     let mut out = Committed {
         decided: Vec::new(),
         receipts: vec![None; work.len()],

@@ -6,7 +6,7 @@ use crate::federation::FedContext;
 use crate::federation::declaration::Declaration;
 use crate::federation::error::FedError;
 use crate::federation::peers::Peer;
-use crate::ledger::{Append, AppendResult};
+use crate::ledger::{Append, AppendResult, Held};
 use crate::projection::WORK_SERVICE;
 use accord_proto::signing::RecordId;
 
@@ -25,6 +25,7 @@ const PER_THREAD: usize = 64;
 /// Declares every decision; resolves once the declarations are durable.
 pub(super) async fn decisions(
     cx: &FedContext,
+    ledger: &Held<'_, accord_kernel::Record>,
     peer: &Peer,
     decided: Vec<Decided>,
 ) -> Result<Vec<Declared>, FedError> {
@@ -88,7 +89,7 @@ pub(super) async fn decisions(
     let ids: Vec<RecordId> = appends.iter().map(|a| a.id).collect();
     // One message to the writer for every declaration of the envelope (they share group
     // commits), instead of one per declaration.
-    let results = cx.ledger.append_many(appends).await;
+    let results = ledger.append_many(appends).await;
     decided
         .into_iter()
         .zip(ids)

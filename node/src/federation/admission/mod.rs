@@ -167,8 +167,17 @@ async fn admit(
     // the whole envelope here, before anything is written).
     let log = super::logproof::verify(cx, peer, env, now).await?;
     let work = triage::records(cx, peer, env, &log.proven, sig_ok, now)?;
-    let decided = commit::kernel(cx, peer, work).await?;
-    let declared = declare::decisions(cx, peer, decided.decided).await?;
+    // At a commitment's home, a peer's record and the home's decision about it are adjacent in
+    // the ledger: the decision is where every other holder applies the record (issue 26), so
+    // nothing this node writes in between may be ordered before it there.
+    let homed = work.iter().any(|w| match w {
+        Work::Kernel { c } => cx.homed_here(&c.record.commitment_id),
+        _ => false,
+    });
+    let ledger = cx.ledger.hold(homed).await;
+    let decided = commit::kernel(&ledger, peer, work).await?;
+    let declared = declare::decisions(cx, &ledger, peer, decided.decided).await?;
+    drop(ledger);
     persist::envelope(
         cx,
         persist::Admitted {

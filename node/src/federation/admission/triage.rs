@@ -131,11 +131,7 @@ fn applied_at(
     now: i64,
 ) -> Option<i64> {
     let t = env.applied_at_unix_ms.get(i).copied().filter(|t| *t != 0)?;
-    let home_here = cx.projection.read().ok().is_some_and(|p| {
-        p.get(&c.record.commitment_id)
-            .is_some_and(|k| k.home_org(cx.name()) == cx.name())
-    });
-    Some(if home_here {
+    Some(if cx.homed_here(&c.record.commitment_id) {
         t.clamp(now - check::CLOCK_SKEW_MS, now)
     } else {
         t
