@@ -145,7 +145,8 @@ async fn activity(n: &TestNode) -> ((u64, u64), Option<String>, u64) {
 pub async fn settle(nodes: &[&TestNode], drained: bool) {
     let started = Instant::now();
     // The sizes seen, and each node's tick count, when they were first seen.
-    let mut stable: Option<(Vec<(u64, u64)>, Vec<u64>)> = None;
+    type Seen = (Vec<(u64, u64)>, Vec<u64>);
+    let mut stable: Option<Seen> = None;
     loop {
         let mut sizes = Vec::new();
         let mut busy = Vec::new();
