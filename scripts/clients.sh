@@ -2,22 +2,33 @@
 # Real gRPC clients outside Rust against a node and a witness made by a plain `init` (issue 28):
 # Python grpcio (BoringSSL inside gRPC's C core, as the C++, Ruby, PHP and C# clients) and
 # Node.js @grpc/grpc-js (Node's OpenSSL), each trusting only the tls/ca.pem `init` wrote.
+# Against the witness: health. Against the node, as party alice with her token from `init`
+# (clients/python/party.py, clients/node/party.js): health, reflection, Declare, GetCommitment,
+# WatchCommitments, and a refused call whose `accord-reason` the client checks.
 #
 #   scripts/clients.sh [BIN_DIR]    BIN_DIR holds accord-node and accord-witness (target/debug)
 #
 # The Python packages go into a virtual environment at target/pyenv and the npm packages into
 # target/node-clients (created on first use; clients/python/requirements.txt and
-# clients/node/package.json say which). Needs python3 with venv, node and npm.
+# clients/node/package.json say which); the Python stubs are generated from proto/ into
+# target/python-stubs with grpcio-tools at each run. Needs python3 with venv, node and npm
+# (scripts/ensure-deps.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:-target/debug}"
 
 py=target/pyenv
-if ! "$py/bin/python" -c 'import grpc, grpc_health.v1, grpc_tools' 2>/dev/null; then
+if ! cmp -s clients/python/requirements.txt "$py/requirements.txt"; then
   echo "creating $py (clients/python/requirements.txt)" >&2
   python3 -m venv "$py"
   "$py/bin/pip" install -q --disable-pip-version-check -r clients/python/requirements.txt
+  cp clients/python/requirements.txt "$py/requirements.txt"
 fi
+stubs=target/python-stubs
+rm -rf "$stubs"
+mkdir -p "$stubs"
+find proto/accord -name '*.proto' -print0 |
+  xargs -0 "$py/bin/python" -m grpc_tools.protoc -I proto --python_out="$stubs" --grpc_python_out="$stubs"
 js=target/node-clients
 if ! cmp -s clients/node/package.json "$js/package.json" || [ ! -d "$js/node_modules/@grpc/grpc-js" ]; then
   echo "installing $js (clients/node/package.json)" >&2
@@ -53,7 +64,7 @@ start() {
   echo "$line"
 }
 
-"$bin/accord-node" init --dir "$tmp/node" --name acme --listen 127.0.0.1:0 >/dev/null
+"$bin/accord-node" init --dir "$tmp/node" --name acme --party alice --listen 127.0.0.1:0 >/dev/null
 "$bin/accord-witness" init --dir "$tmp/witness" --name witness.example/w1 \
   --grpc-listen 127.0.0.1:0 --http-listen 127.0.0.1:0 >/dev/null 2>&1
 node_line=$(start node "$bin/accord-node" serve --config "$tmp/node/accord.toml")
@@ -67,9 +78,11 @@ check() {
   local what=$1
   shift
   if out=$("$@" 2>&1); then
-    echo "ok: $what: $out"
+    echo "ok: $what"
+    sed 's/^/    /' <<<"$out"
   else
-    echo "FAILED: $what: $out" >&2
+    echo "FAILED: $what" >&2
+    sed 's/^/    /' <<<"$out" >&2
     failed=1
   fi
 }
@@ -82,4 +95,11 @@ for target in "node $node_addr $tmp/node/tls/ca.pem" "witness $witness_addr $tmp
   check "node grpc-js health, $what at localhost:${addr##*:}" \
     env NODE_PATH="$js/node_modules" node clients/node/health.js --target "localhost:${addr##*:}" --ca "$ca"
 done
+token="$tmp/node/parties/alice.token"
+check "python grpcio party alice, node at $node_addr" \
+  env PYTHONPATH="$stubs" "$py/bin/python" clients/python/party.py --target "$node_addr" \
+  --ca "$tmp/node/tls/ca.pem" --token-file "$token" --candidate acme/bob
+check "node grpc-js party alice, node at localhost:${node_addr##*:}" \
+  env NODE_PATH="$js/node_modules" node clients/node/party.js --target "localhost:${node_addr##*:}" \
+  --ca "$tmp/node/tls/ca.pem" --token-file "$token" --candidate acme/bob
 exit "$failed"
