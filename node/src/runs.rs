@@ -5,7 +5,8 @@
 //! and persisted (`pj_runs`, issue 15): each run a batch changed is written in the batch's synced
 //! write, and start-up loads the stored runs instead of replaying the ledger (a replay from
 //! sequence 0 reaches the same runs). Runs stay in memory: a parent's children are counted over
-//! them.
+//! them. Who may write which run record is the kernel's ([`kr::who`]: the executor's records,
+//! decisions by the executed commitment's approvers); writing one grants no reading.
 
 use crate::ledger::Outcome;
 use accord_kernel as k;
@@ -18,12 +19,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 /// effects nobody takes) from growing the map.
 const EFFECTS_KEPT: usize = 1024;
 
-/// Every run's derived state, who wrote it, and the effects of recently applied records.
+/// Every run's derived state and the effects of recently applied records.
 #[derive(Debug, Default)]
 pub struct Runs {
     runs: BTreeMap<String, kr::Run>,
-    /// Run id -> the parties that wrote an applied record of it (who is "on" the run).
-    writers: HashMap<String, BTreeSet<k::Party>>,
     effects: HashMap<RecordId, Vec<kr::RunEffect>>,
     effects_order: VecDeque<RecordId>,
     /// Since the last [`Runs::publish_into`] (the machine's working copy only): the runs
@@ -41,11 +40,6 @@ impl Runs {
     /// How many runs name `id` as their parent.
     pub fn child_count(&self, id: &str) -> usize {
         kr::child_count(self.runs.values(), id)
-    }
-
-    /// Whether `who` wrote an applied record of run `id`.
-    pub fn wrote(&self, id: &str, who: &k::Party) -> bool {
-        self.writers.get(id).is_some_and(|w| w.contains(who))
     }
 
     /// The effects of the applied record `id` (an execution claim, an acted-upon), once.
@@ -68,8 +62,6 @@ impl Runs {
     pub fn load(stored: Vec<StoredRun>) -> Runs {
         let mut r = Runs::default();
         for s in stored {
-            r.writers
-                .insert(s.run.id.clone(), s.writers.into_iter().collect());
             r.runs.insert(s.run.id.clone(), s.run);
         }
         r
@@ -81,12 +73,7 @@ impl Runs {
             .iter()
             .filter_map(|id| {
                 let run = self.runs.get(id)?.clone();
-                let writers = self
-                    .writers
-                    .get(id)
-                    .map(|w| w.iter().cloned().collect())
-                    .unwrap_or_default();
-                Some((id.clone(), StoredRun { run, writers }))
+                Some((id.clone(), StoredRun { run }))
             })
             .collect()
     }
@@ -96,10 +83,7 @@ impl Runs {
     pub fn publish_into(&mut self, published: &mut Runs) {
         for id in std::mem::take(&mut self.touched) {
             if let Some(r) = self.runs.get(&id) {
-                published.runs.insert(id.clone(), r.clone());
-            }
-            if let Some(w) = self.writers.get(&id) {
-                published.writers.insert(id, w.clone());
+                published.runs.insert(id, r.clone());
             }
         }
         for rid in std::mem::take(&mut self.new_effects) {
@@ -113,7 +97,6 @@ impl Runs {
     /// the batch was persisted — into `published`, once the batch is synced (issue 14).
     pub fn merge_into(mut self, published: &mut Runs) {
         published.runs.append(&mut self.runs);
-        published.writers.extend(self.writers);
         for rid in self.effects_order {
             if let Some(e) = self.effects.remove(&rid) {
                 published.keep_effects(rid, e);
@@ -121,14 +104,17 @@ impl Runs {
         }
     }
 
-    /// Applies one run record at ledger time `now`.
-    pub fn apply(&mut self, record: &k::Record, access: &k::Access, now: i64) -> Outcome {
-        let verdict = kr::apply_run(&self.runs, record, access, now).map(
+    /// Applies one run record at ledger time `now`; `commitments` holds the commitment the run
+    /// executes (and the record's), as derived before it.
+    pub fn apply(
+        &mut self,
+        commitments: &dyn k::Directory,
+        record: &k::Record,
+        access: &k::Access,
+        now: i64,
+    ) -> Outcome {
+        let verdict = kr::apply_run(&self.runs, commitments, record, access, now).map(
             |kr::RunApplied { next, effects }| {
-                self.writers
-                    .entry(next.id.clone())
-                    .or_default()
-                    .insert(record.author.clone());
                 if !effects.is_empty() {
                     self.keep_effects(record.id, effects);
                     self.new_effects.push(record.id);
@@ -141,11 +127,10 @@ impl Runs {
     }
 }
 
-/// One run as stored (`pj_runs`, JSON): the run and who wrote it.
+/// One run as stored (`pj_runs`, JSON). (Stores written before issue 27 also list who wrote
+/// the run; that list granted reading and is ignored.)
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct StoredRun {
     /// The run's derived state.
     pub run: kr::Run,
-    /// The parties that wrote an applied record of it.
-    pub writers: Vec<k::Party>,
 }

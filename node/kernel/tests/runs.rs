@@ -83,6 +83,10 @@ const EXEC: &str = "supplier";
 struct Runs {
     access: Access,
     runs: HashMap<String, Run>,
+    /// The commitments runs execute (as the node derives them).
+    commitments: HashMap<String, Commitment>,
+    /// Who writes `start` and `body` records (the runs' executor).
+    exec: Party,
     now: i64,
     next: u64,
     effects: Vec<RunEffect>,
@@ -95,6 +99,8 @@ impl Runs {
         Runs {
             access: access(),
             runs: HashMap::new(),
+            commitments: HashMap::new(),
+            exec: Cast::e(),
             now: T0,
             next: 1000,
             effects: Vec::new(),
@@ -124,7 +130,7 @@ impl Runs {
         };
         let before = self.runs.get(&run).cloned();
         self.now += 10;
-        match apply_run(&self.runs, &r, &self.access, self.now) {
+        match apply_run(&self.runs, &self.commitments, &r, &self.access, self.now) {
             Ok(a) => {
                 self.effects = a.effects;
                 self.runs.insert(run, a.next);
@@ -148,12 +154,21 @@ impl Runs {
             .get(run)
             .and_then(|r| r.commitment.clone())
             .unwrap_or_default();
-        let r = self.record(&Cast::e(), &commitment, run, body);
+        let exec = self.exec.clone();
+        let r = self.record(&exec, &commitment, run, body);
         self.apply(r)
     }
 
     fn start(&mut self, run: &str, start: RunStart) -> Result<RecordId, Rejection> {
-        let r = self.record(&Cast::e(), "", run, RunBody::Start(start));
+        let exec = self.exec.clone();
+        let r = self.record(&exec, "", run, RunBody::Start(start));
+        self.apply(r)
+    }
+
+    /// `who` starts run `run` executing the commitment of `c`.
+    fn start_for(&mut self, who: &Party, c: &World, run: &str) -> Result<RecordId, Rejection> {
+        self.commitments.insert(c.id.clone(), c.c().clone());
+        let r = self.record(who, &c.id, run, RunBody::Start(RunStart::default()));
         self.apply(r)
     }
 
@@ -213,6 +228,20 @@ fn run_in(table: &BTreeMap<String, BTreeSet<String>>, state: &str) -> Runs {
     }
     assert_eq!(w.state("r"), st(state));
     w
+}
+
+/// Run `r` in `state`, executing the promised commitment `c` (obligor carl, obligee olga,
+/// acceptor ann, accountable xavier, principal pria): carl is its executor.
+fn executing_in(table: &BTreeMap<String, BTreeSet<String>>, state: &str) -> (Runs, World) {
+    let c = promised();
+    let mut w = Runs::new();
+    w.exec = Cast::c();
+    w.start_for(&Cast::c(), &c, "r").unwrap();
+    for s in path(table, state) {
+        w.move_to("r", st(&s), meta()).unwrap();
+    }
+    assert_eq!(w.state("r"), st(state));
+    (w, c)
 }
 
 #[test]
@@ -518,21 +547,46 @@ fn records_stay_distinct_and_reference_their_run() {
     assert!(r.evidence.iter().all(|e| e.body.action == Some(action)));
 }
 
+/// Issue 27, item 1: "transitions, actions, proposals, evidence and outputs come from the run's
+/// executor […]; writing a record never grants reading. […] Refusals say nothing about what
+/// exists (the same answer as an unknown run)". The organisation is not a role: carl, of the
+/// executor's organisation, is refused like anyone else.
 #[test]
 fn who_may_write_a_runs_records() {
     let mut w = run_in(&documented_table(), "running");
-    // Another organisation cannot move the run …
-    let r = w.record(
-        &Cast::o(),
-        "",
-        "r",
-        RunBody::Transition {
-            to: st("paused"),
-            context: meta(),
-        },
-    );
-    assert_eq!(w.apply(r).unwrap_err().code, RejectionCode::WrongRole);
-    // … but may sign a decision on its proposal.
+    let before = w.runs["r"].clone();
+    let unknown = w
+        .body(
+            "nope",
+            RunBody::AuditEvent(AuditEvent {
+                kind: "x".into(),
+                detail: String::new(),
+            }),
+        )
+        .unwrap_err();
+    assert_eq!(unknown.code, RejectionCode::UnknownRun);
+    let pause = || RunBody::Transition {
+        to: st("paused"),
+        context: meta(),
+    };
+    let audit = || {
+        RunBody::AuditEvent(AuditEvent {
+            kind: "x".into(),
+            detail: String::new(),
+        })
+    };
+    for who in [Cast::o(), Cast::c()] {
+        for body in [pause(), audit()] {
+            let r = w.record(&who, "", "r", body);
+            let e = w.apply(r).unwrap_err();
+            assert_eq!(e.code, RejectionCode::UnknownRun, "{who:?}");
+            assert_eq!(
+                e.detail.replace("\"r\"", "?"),
+                unknown.detail.replace("\"nope\"", "?")
+            );
+        }
+    }
+    // A run that executes no commitment has nobody in an approver's role.
     let p = w
         .body(
             "r",
@@ -552,57 +606,112 @@ fn who_may_write_a_runs_records() {
             reason: String::new(),
         }),
     );
-    w.apply(d).unwrap();
-    let d = w.record(
-        &Cast::o(),
-        "",
-        "r",
-        RunBody::Decision(Decision {
-            proposal: Some(p),
-            ..Default::default()
-        }),
-    );
-    assert_eq!(w.apply(d).unwrap_err().code, RejectionCode::MissingField);
-    let r = w.record(
-        &Cast::u(),
-        "",
-        "r",
-        RunBody::AuditEvent(AuditEvent {
-            kind: "x".into(),
-            detail: String::new(),
-        }),
-    );
+    assert_eq!(w.apply(d).unwrap_err().code, RejectionCode::UnknownRun);
+    let r = w.record(&Cast::u(), "", "r", audit());
     assert_eq!(w.apply(r).unwrap_err().code, RejectionCode::NotAuthorized);
-    // The same record twice, a run that does not exist, a second start, a wrong commitment.
-    let r = w.record(
-        &Cast::e(),
-        "",
-        "r",
-        RunBody::AuditEvent(AuditEvent {
-            kind: "x".into(),
-            detail: String::new(),
-        }),
+    assert_eq!(
+        w.runs["r"].history.len(),
+        before.history.len() + 1,
+        "only the proposal"
     );
+    // The same record twice, a second start.
+    let r = w.record(&Cast::e(), "", "r", audit());
     w.apply(r.clone()).unwrap();
     assert_eq!(w.apply(r).unwrap_err().code, RejectionCode::DuplicateRecord);
-    assert_eq!(
-        w.body(
-            "nope",
-            RunBody::AuditEvent(AuditEvent {
-                kind: "x".into(),
-                detail: String::new()
-            })
-        )
-        .unwrap_err()
-        .code,
-        RejectionCode::UnknownRun
-    );
     assert_eq!(
         w.start("r", RunStart::default()).unwrap_err().code,
         RejectionCode::RunExists
     );
+    let r = w.record(&Cast::e(), "c-9", "r", pause());
+    assert_eq!(w.apply(r).unwrap_err().code, RejectionCode::WrongCommitment);
+}
+
+/// Issue 27, item 1: "Creating a run for a commitment needs a role on it that allows execution
+/// (its obligor, or whom the obligor delegates execution to)"; decisions come from the roles
+/// seed 000 gives a say over the work; "A run's effects on its commitment are written only when
+/// its executor may make those claims".
+#[test]
+fn a_commitments_run_is_its_obligors_and_its_approvers_decide() {
+    let doc = documented_table();
+    let c = promised();
+    let mut w = Runs::new();
+    // Not the obligor: eve (of the obligor's organisation) and olga (the obligee) are refused
+    // as for a commitment that does not exist.
+    let ghost = w.record(
+        &Cast::c(),
+        "ghost",
+        "g",
+        RunBody::Start(RunStart::default()),
+    );
+    let ghost = w.apply(ghost).unwrap_err();
+    assert_eq!(ghost.code, RejectionCode::UnknownCommitment);
+    for who in [Cast::e(), Cast::o()] {
+        let e = w.start_for(&who, &c, "r").unwrap_err();
+        assert_eq!(e.code, RejectionCode::UnknownCommitment, "{who:?}");
+        assert_eq!(
+            e.detail.replace(&c.id, "?"),
+            ghost.detail.replace("ghost", "?")
+        );
+    }
+    assert!(w.runs.is_empty());
+    // The obligor executes it; its moves are its claims on the execution axis.
+    w.exec = Cast::c();
+    w.start_for(&Cast::c(), &c, "r").unwrap();
+    for s in path(&doc, "running") {
+        w.move_to("r", st(&s), meta()).unwrap();
+    }
+    assert!(matches!(
+        w.effects.as_slice(),
+        [RunEffect::ExecutionClaim { .. }]
+    ));
+    let p = w
+        .body(
+            "r",
+            RunBody::Proposal(Proposal {
+                summary: "ship".into(),
+                ..Default::default()
+            }),
+        )
+        .unwrap();
+    let decide = |w: &mut Runs, who: &Party| {
+        let d = w.record(
+            who,
+            &c.id,
+            "r",
+            RunBody::Decision(Decision {
+                proposal: Some(p),
+                verdict: Verdict::Approve,
+                reason: String::new(),
+            }),
+        );
+        w.apply(d).map(|_| ()).map_err(|e| e.code)
+    };
+    // Obligee, acceptor, accountable party and principal decide; the executor and a party with
+    // no role do not.
+    for who in [Cast::o(), Cast::a(), Cast::x(), Cast::pr()] {
+        assert_eq!(decide(&mut w, &who), Ok(()), "{who:?}");
+    }
+    for who in [Cast::c(), Cast::e()] {
+        assert_eq!(
+            decide(&mut w, &who),
+            Err(RejectionCode::UnknownRun),
+            "{who:?}"
+        );
+    }
+    // The obligee may decide but not drive.
     let r = w.record(
-        &Cast::e(),
+        &Cast::o(),
+        &c.id,
+        "r",
+        RunBody::Transition {
+            to: st("paused"),
+            context: meta(),
+        },
+    );
+    assert_eq!(w.apply(r).unwrap_err().code, RejectionCode::UnknownRun);
+    // A wrong commitment is refused without naming the one the run executes.
+    let r = w.record(
+        &Cast::c(),
         "c-9",
         "r",
         RunBody::Transition {
@@ -610,7 +719,65 @@ fn who_may_write_a_runs_records() {
             context: meta(),
         },
     );
-    assert_eq!(w.apply(r).unwrap_err().code, RejectionCode::WrongCommitment);
+    let e = w.apply(r).unwrap_err();
+    assert_eq!(e.code, RejectionCode::WrongCommitment);
+    assert!(!e.detail.contains(&c.id), "{}", e.detail);
+
+    // carl delegates the obligation to nina: his run stays his, its claims stop.
+    let mut c = c;
+    let offer = c.ok(
+        &Cast::c(),
+        Operation::DelegateOffer {
+            to: Some(Cast::n1()),
+            handover_note: "yours".into(),
+        },
+    );
+    c.ok(
+        &Cast::n1(),
+        Operation::DelegateAcceptance {
+            offer_id: Some(offer),
+        },
+    );
+    w.commitments.insert(c.id.clone(), c.c().clone());
+    w.move_to("r", st("paused"), meta()).unwrap();
+    assert_eq!(w.effects, vec![], "carl is no longer the obligor");
+    let r = w.record(
+        &Cast::n1(),
+        &c.id,
+        "r",
+        RunBody::AuditEvent(AuditEvent {
+            kind: "x".into(),
+            detail: String::new(),
+        }),
+    );
+    assert_eq!(w.apply(r).unwrap_err().code, RejectionCode::UnknownRun);
+    // nina continues it in her own run; eve may not name it as a parent.
+    let r = w.record(
+        &Cast::n1(),
+        &c.id,
+        "r2",
+        RunBody::Start(RunStart {
+            parent: Some("r".into()),
+            ..Default::default()
+        }),
+    );
+    w.apply(r).unwrap();
+    let r = w.record(
+        &Cast::e(),
+        "",
+        "r3",
+        RunBody::Start(RunStart {
+            parent: Some("r".into()),
+            ..Default::default()
+        }),
+    );
+    assert_eq!(w.apply(r).unwrap_err().code, RejectionCode::UnknownRun);
+    w.exec = Cast::n1();
+    w.move_to("r2", st("running"), meta()).unwrap();
+    assert!(matches!(
+        w.effects.as_slice(),
+        [RunEffect::ExecutionClaim { .. }]
+    ));
 }
 
 #[test]
@@ -628,7 +795,8 @@ fn run_records_and_commitment_records_go_to_their_own_machines() {
         items: vec![],
         op: Operation::Promise,
     };
-    let e = apply_run(&HashMap::new(), &promise, &access(), T0).unwrap_err();
+    let none: HashMap<String, Commitment> = HashMap::new();
+    let e = apply_run(&HashMap::new(), &none, &promise, &access(), T0).unwrap_err();
     assert_eq!(e.code, RejectionCode::WrongMachine);
 }
 
@@ -707,7 +875,7 @@ fn a_receipt_carries_what_was_recorded() {
 fn an_approval_gated_side_effect_links_its_decision_or_says_it_has_none() {
     let doc = documented_table();
     // Approved.
-    let mut w = run_in(&doc, "running");
+    let (mut w, c) = executing_in(&doc, "running");
     let p = w
         .body(
             "r",
@@ -728,7 +896,7 @@ fn an_approval_gated_side_effect_links_its_decision_or_says_it_has_none() {
     .unwrap();
     let d = w.record(
         &Cast::o(),
-        "",
+        &c.id,
         "r",
         RunBody::Decision(Decision {
             proposal: Some(p),
@@ -770,7 +938,7 @@ fn an_approval_gated_side_effect_links_its_decision_or_says_it_has_none() {
     assert_eq!(rc.decisions, vec![d]);
 
     // No decision: completed, and the receipt says the gated action has none.
-    let mut w = run_in(&doc, "running");
+    let (mut w, c) = executing_in(&doc, "running");
     let p = w
         .body(
             "r",
@@ -782,7 +950,7 @@ fn an_approval_gated_side_effect_links_its_decision_or_says_it_has_none() {
         .unwrap();
     let reject = w.record(
         &Cast::o(),
-        "",
+        &c.id,
         "r",
         RunBody::Decision(Decision {
             proposal: Some(p),
@@ -925,8 +1093,8 @@ fn recovery_is_a_new_run_linked_to_its_parent() {
 fn a_run_drives_the_execution_axis_of_the_commitment_it_executes() {
     let mut c = promised();
     let mut w = Runs::new();
-    let r = w.record(&Cast::e(), &c.id, "r", RunBody::Start(RunStart::default()));
-    w.apply(r).unwrap();
+    w.exec = Cast::c();
+    w.start_for(&Cast::c(), &c, "r").unwrap();
     assert_eq!(w.runs["r"].commitment.as_deref(), Some(c.id.as_str()));
     assert_eq!(w.runs["r"].organisation(), EXEC);
     let doc = documented_table();
@@ -955,15 +1123,16 @@ fn a_run_drives_the_execution_axis_of_the_commitment_it_executes() {
         };
         assert_eq!(commitment, &c.id);
         // The node writes the claim as an observation; the commitment's axis follows.
-        c.ok(&Cast::e(), observe(*execution, Some(60_000)));
+        c.ok(&Cast::c(), observe(*execution, Some(60_000)));
         assert_eq!(c.view().execution, run::execution(st(&s)), "{s}");
     }
     assert_eq!(c.view().execution, Execution::Completed);
 
     // An action acting upon a commitment record asks for acted_upon.
+    let c = promised();
     let mut w = Runs::new();
-    let r = w.record(&Cast::e(), "c-1", "r", RunBody::Start(RunStart::default()));
-    w.apply(r).unwrap();
+    w.exec = Cast::c();
+    w.start_for(&Cast::c(), &c, "r").unwrap();
     w.move_to("r", st("running"), meta()).unwrap();
     let a = w.action(
         "r",
@@ -976,7 +1145,7 @@ fn a_run_drives_the_execution_axis_of_the_commitment_it_executes() {
     assert_eq!(
         w.effects,
         vec![RunEffect::ActedUpon {
-            commitment: "c-1".into(),
+            commitment: c.id.clone(),
             run: "r".into(),
             action: a,
             record: rid(5),
@@ -1051,8 +1220,9 @@ proptest! {
             }
         }
         let mut again: HashMap<String, Run> = HashMap::new();
+        let none: HashMap<String, Commitment> = HashMap::new();
         for (r, t) in &w.log {
-            let a = apply_run(&again, r, &access(), *t).unwrap();
+            let a = apply_run(&again, &none, r, &access(), *t).unwrap();
             again.insert("r".into(), a.next);
         }
         prop_assert_eq!(&again["r"], &w.runs["r"]);

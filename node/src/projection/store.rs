@@ -12,7 +12,7 @@
 //! | `pj_readers` | id ‖ 0 ‖ "org/name" | empty: the party had a role on it |
 //! | `pj_acted` | record id ‖ seq (u64 BE) | the acting record's id |
 //! | `pj_attention` | "org/name" ‖ 0 ‖ seq (u64 BE) ‖ n (u32 BE) | [`StoredAttention`] (postcard) |
-//! | `pj_runs` | run id | [`StoredRun`] (JSON): the run and who wrote it |
+//! | `pj_runs` | run id | [`StoredRun`] (JSON): the run |
 //! | `pj_due` | due ms (u64 BE) ‖ id | empty: the deadline index the Work service clock reads |
 //! | `pj_envelopes` | seq (u64 BE) | the balances an envelope/tick record looked up ([`super::restart`]) |
 //! | `pj_orgs` | organisation | empty: a foreign organisation authored a record here |

@@ -209,6 +209,25 @@ impl Working {
         Dir(m)
     }
 
+    /// The commitments the run machine may look at for a record of run `run`: the record's, and
+    /// the one the run executes.
+    fn dir_for_run(&mut self, record: &k::Record, run: &str) -> Dir {
+        let executed = self.runs.get(run).and_then(|r| r.commitment.clone());
+        let mut m = HashMap::new();
+        for id in [Some(record.commitment.clone()), executed]
+            .into_iter()
+            .flatten()
+        {
+            if !id.is_empty()
+                && !m.contains_key(&id)
+                && let Some(s) = self.load(&id)
+            {
+                m.insert(id, s);
+            }
+        }
+        Dir(m)
+    }
+
     /// Applies one record; returns its outcome. Its effects are kept as derived state.
     pub fn apply(&mut self, seq: u64, record: &k::Record, access: &k::Access, now: i64) -> Outcome {
         self.next = seq + 1;
@@ -219,9 +238,11 @@ impl Working {
             restart::record_org(&mut self.writes, org);
             self.orgs.insert(org.clone());
         }
-        // Run records go to the run machine (seed 002), not to the commitment kernel.
-        if matches!(record.op, k::Operation::Run(_)) {
-            return self.runs.apply(record, access, now);
+        // Run records go to the run machine (seed 002), not to the commitment kernel; it decides
+        // who may write them on the commitment the run executes.
+        if let k::Operation::Run(op) = &record.op {
+            let dir = self.dir_for_run(record, &op.run);
+            return self.runs.apply(&dir, record, access, now);
         }
         if let k::Operation::Envelope(_) | k::Operation::Tick(_) = record.op {
             return self.apply_envelope(seq, record, access, now);

@@ -6,8 +6,18 @@
 //! ([`kr::RunEffect`]): the executor's `observation` (execution axis) when the run's state maps
 //! to another execution claim, and `acted_upon` for an action that acts on a record of the
 //! executed commitment — each authored by the same party, resting on the run record in `basis`.
+//! The kernel asks for them only while that party is the commitment's obligor.
+//!
+//! Who may write is the kernel's ([`kr::who`]), checked here before anything is signed, on the
+//! published state: a write the caller may not make is NOT_FOUND exactly as one on an unknown
+//! run (`run "<id>"`) or, for `CreateRun`, an unknown commitment (`commitment "<id>"`), and
+//! nothing is written. The kernel checks the same rules again in ledger order (records that
+//! arrive through `Submit`, `Declare` or federation, and races), answering `unknown_run` /
+//! `unknown_commitment` alike for what does not exist and what the author may not act on.
+//! Who may read a run: the operator, its executor, and whoever may read the commitment it
+//! executes — never someone because they wrote a record of it.
 
-use super::visibility::Visibility;
+use super::visibility::{Visibility, commitment_not_found};
 use crate::auth::Caller;
 use crate::convert::run::state_to_wire;
 use crate::error::Error;
@@ -28,12 +38,27 @@ use tonic::{Request, Response, Status};
 pub struct RunApi {
     node: Arc<Node>,
     rules: Arc<Visibility>,
+    /// The kernel's Access, for who may write ([`kr::who`]).
+    access: Arc<k::Access>,
 }
 
 /// The service, ready to add to a tonic server.
 pub fn server(node: Arc<Node>) -> RunServiceServer<RunApi> {
     let rules = Arc::new(Visibility::new(&node.config));
-    RunServiceServer::new(RunApi { node, rules }).max_decoding_message_size(1024 * 1024)
+    let access = crate::projection::access_from_config(&node.config).unwrap_or_else(|e| {
+        // Validation ran before the services are built; without grants, fewer parties write.
+        tracing::error!(error = %e, "access from config; run writes use no grants");
+        k::Access::new(k::Party::new(
+            &node.config.name,
+            crate::projection::WORK_SERVICE,
+        ))
+    });
+    RunServiceServer::new(RunApi {
+        node,
+        rules,
+        access: Arc::new(access),
+    })
+    .max_decoding_message_size(1024 * 1024)
 }
 
 /// Unknown and invisible runs answer alike.
@@ -56,6 +81,7 @@ fn ids(list: &[k::RecordId]) -> Vec<prost::bytes::Bytes> {
 
 impl RunApi {
     /// Signs `op` for the authenticated party and records it; then writes the run effects.
+    /// `commitment` is `Some` for a `run_start` (the commitment it is to execute).
     async fn write<T>(
         &self,
         req: &Request<T>,
@@ -66,19 +92,9 @@ impl RunApi {
         let party = self.node.tokens.party(req)?;
         tracing::Span::current().record("party", &party);
         crate::ident::id(run).map_err(|r| Error::invalid("run", r))?;
+        let who = k::Party::new(self.node.name(), party.as_str());
         // Records after run_start carry the commitment the run executes (the kernel checks it).
-        let commitment = match commitment {
-            Some(c) => c,
-            None => self
-                .node
-                .projection
-                .read()
-                .map_err(|_| poisoned())?
-                .runs
-                .get(run)
-                .and_then(|r| r.commitment.clone())
-                .unwrap_or_default(),
-        };
+        let commitment = self.may_write(&who, run, commitment, &op)?;
         let author = rpb::PartyRef {
             organisation: self.node.name().to_string(),
             name: party,
@@ -163,7 +179,45 @@ impl RunApi {
         super::submit::append(&self.node, signed, record, id).await
     }
 
+    /// The door (issue 27): whether `who` may write `op` on run `run` by the kernel's rules
+    /// ([`kr::who`]) on the published state. Returns the commitment the record carries (the
+    /// one the run executes); NOT_FOUND, exactly as for an unknown run or commitment, otherwise.
+    fn may_write(
+        &self,
+        who: &k::Party,
+        run: &str,
+        start_for: Option<String>,
+        op: &Op,
+    ) -> Result<String, Error> {
+        let p = self.node.projection.read().map_err(|_| poisoned())?;
+        if let Some(c) = start_for {
+            let allowed = c.is_empty()
+                || p.get(&c)
+                    .is_some_and(|cm| kr::may_execute(&cm, &self.access, who));
+            return if allowed {
+                Ok(c)
+            } else {
+                Err(commitment_not_found(&c))
+            };
+        }
+        let writer = match op {
+            Op::RunDecision(_) => kr::Writer::Approver,
+            _ => kr::Writer::Executor,
+        };
+        let Some(r) = p.runs.get(run) else {
+            return Err(run_not_found(run));
+        };
+        let executed = r.commitment.as_deref().and_then(|c| p.get(c));
+        if kr::may_write_as(r, executed.as_deref(), &self.access, who, writer) {
+            Ok(r.commitment.clone().unwrap_or_default())
+        } else {
+            Err(run_not_found(run))
+        }
+    }
+
     /// The caller, if it may read run `id`, with the run's derived state; NOT_FOUND otherwise.
+    /// A party reads a run it executes, and one executing a commitment it may read; writing a
+    /// record of a run grants nothing.
     fn readable<T>(&self, req: &Request<T>, id: &str) -> Result<(kr::Run, usize), Error> {
         let caller = self.node.tokens.caller(req)?;
         let (run, children) = {
@@ -173,7 +227,7 @@ impl RunApi {
             };
             let on_it = match &caller {
                 Caller::Operator => true,
-                Caller::Party(name) => p.runs.wrote(id, &k::Party::new(self.node.name(), name)),
+                Caller::Party(name) => *run.executor() == k::Party::new(self.node.name(), name),
             };
             (on_it.then(|| run.clone()), p.runs.child_count(id))
         };

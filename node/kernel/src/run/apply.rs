@@ -3,10 +3,14 @@
 //!
 //! 1. the machine (`wrong_machine`) and the run id (`missing_field`);
 //! 2. Access: `not_authorized`;
-//! 3. existence: `run_exists` / `unknown_run` (also for a `parent`), `wrong_commitment`,
-//!    `duplicate_record`;
-//! 4. who: records after `run_start` are written by the executing organisation (`wrong_role`),
-//!    except `run_decision`, which any authenticated party may sign;
+//! 3. existence and who ([`super::who`]), answered alike for what does not exist and for what
+//!    the author may not act on, so a refusal says nothing about what exists: a `run_start`
+//!    for a commitment that is unknown or that the author is not the obligor of is
+//!    `unknown_commitment`; a `parent` that is unknown or not the author's to continue, and any
+//!    later record on a run that is unknown or whose record of that kind the author may not
+//!    write (the executor's records; decisions by [`APPROVERS`](super::who::APPROVERS)), are
+//!    `unknown_run`. A taken run id is `run_exists`;
+//! 4. `wrong_commitment` (the detail does not name the commitment), `duplicate_record`;
 //! 5. state: a transition must be in the table (`terminal_state` / `invalid_state`); actions,
 //!    proposals and decisions are refused once the run is terminal (`terminal_state`);
 //!    evidence, outputs and audit events may still arrive for review;
@@ -27,7 +31,9 @@ use super::recovery::replay_needs_confirmation;
 use super::run::{Entry, RefKind, Run, Transition};
 use super::state::RunState;
 use super::table;
+use super::who::{executes, may_continue, may_execute, may_write};
 use crate::access::Access;
+use crate::directory::Directory;
 use crate::record::{ExecutionReport, Operation, Record, RecordId, hex_id};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
 
@@ -93,9 +99,11 @@ pub struct RunApplied {
 }
 
 /// Applies a run record at ledger time `now`. `dir` holds the runs the node knows (the run
-/// itself, and the parent a `run_start` names).
+/// itself, and the parent a `run_start` names); `commitments` holds the commitment the run
+/// executes (for a `run_start`, the record's), as derived before this record.
 pub fn apply_run(
     dir: &dyn RunDirectory,
+    commitments: &dyn Directory,
     record: &Record,
     access: &Access,
     now: i64,
@@ -126,8 +134,20 @@ pub fn apply_run(
             C::RunExists,
             format!("run {id:?} exists"),
         )?;
+        if !record.commitment.is_empty() {
+            ensure(
+                commitments
+                    .commitment(&record.commitment)
+                    .is_some_and(|c| may_execute(c, access, &record.author)),
+                C::UnknownCommitment,
+                format!("commitment {:?} is unknown", record.commitment),
+            )?;
+        }
         if let Some(p) = &start.parent {
-            let Some(parent) = dir.run(p) else {
+            let Some(parent) = dir
+                .run(p)
+                .filter(|parent| may_continue(parent, &record.commitment, &record.author))
+            else {
                 return reject(C::UnknownRun, format!("parent run {p:?} is unknown"));
             };
             ensure(
@@ -156,35 +176,36 @@ pub fn apply_run(
             effects: Vec::new(),
         });
     }
-    let Some(run) = dir.run(id) else {
+    let executed = |run: &Run| {
+        run.commitment
+            .as_deref()
+            .and_then(|c| commitments.commitment(c))
+    };
+    let Some(run) = dir
+        .run(id)
+        .filter(|run| may_write(run, executed(run), access, &record.author, body))
+    else {
         return reject(C::UnknownRun, format!("run {id:?} is unknown"));
     };
     ensure(
         run.commitment.as_deref().unwrap_or("") == record.commitment,
         C::WrongCommitment,
-        format!("run {id:?} executes {:?}", run.commitment),
+        format!("run {id:?} executes another commitment"),
     )?;
     ensure(
         !run.history.contains(&record.id),
         C::DuplicateRecord,
         hex_id(&record.id),
     )?;
-    ensure(
-        matches!(body, RunBody::Decision(_)) || record.author.organisation == run.organisation(),
-        C::WrongRole,
-        format!(
-            "{} records of run {id:?} are written by {:?}",
-            body.wire_name(),
-            run.organisation()
-        ),
-    )?;
+    // The run's claims on its commitment, only while its executor may make them.
+    let claims = executed(run).is_some_and(|c| executes(run, c, access));
     let mut next = run.clone();
     let mut effects = Vec::new();
     match body {
         RunBody::Start(_) => unreachable!("handled above"),
         RunBody::Transition { to, context } => {
             transition(run, record, *to, context, now, &mut next)?;
-            if let Some(c) = &run.commitment {
+            if let Some(c) = run.commitment.as_ref().filter(|_| claims) {
                 let (before, after) = (execution_report(run.state), execution_report(*to));
                 if before != after {
                     effects.push(RunEffect::ExecutionClaim {
@@ -204,7 +225,7 @@ pub fn apply_run(
                 "run_action needs its tool",
             )?;
             known(run, RefKind::Proposal, a.proposal.as_ref(), "proposal")?;
-            if let (Some(target), Some(c)) = (a.acts_on, &run.commitment) {
+            if let (Some(target), Some(c), true) = (a.acts_on, &run.commitment, claims) {
                 effects.push(RunEffect::ActedUpon {
                     commitment: c.clone(),
                     run: id.clone(),

@@ -14,9 +14,12 @@
 //!   `run_decision`, `run_evidence`, `run_output`, `run_audit_event`. The record's
 //!   `commitment` is the commitment the run executes (empty for none), the same on every record
 //!   of the run.
-//! * [`apply_run`]`(runs, record, access, now)` → `Ok(`[`RunApplied`]`)`: store `next`, act on
-//!   the [`RunEffect`]s (an execution claim or an `acted_upon` for the executed commitment);
-//!   `Err(Rejection)`: record the record with its rejection, the run is unchanged.
+//! * [`apply_run`]`(runs, commitments, record, access, now)` → `Ok(`[`RunApplied`]`)`: store
+//!   `next`, act on the [`RunEffect`]s (an execution claim or an `acted_upon` for the executed
+//!   commitment, asked for only while the run's executor is its obligor); `Err(Rejection)`:
+//!   record the record with its rejection, the run is unchanged. `commitments` holds the
+//!   commitment the run executes (who may do what is decided on it: [`who`]).
+//! * [`may_execute`], [`may_write`]: the same rules for a door that refuses before writing.
 //! * [`receipt`]`(run, child_runs)`: the receipt, an index of references ([`Receipt`]).
 //! * [`prior_work`]`(run, child_runs)`: what the run already did, before a replay or recovery
 //!   run; [`replay_needs_confirmation`].
@@ -39,6 +42,7 @@ mod recovery;
 mod run;
 mod state;
 pub mod table;
+pub mod who;
 
 pub use apply::{RunApplied, RunDirectory, RunEffect, apply_run};
 pub use claim::{execution, execution_report};
@@ -51,3 +55,6 @@ pub use recovery::{PriorWork, prior_work, replay_needs_confirmation};
 pub use run::{Entry, Run, Transition};
 pub use state::{RunClass, RunState};
 pub use table::{RUN_TRANSITIONS, RunRow};
+pub use who::{
+    APPROVERS, Writer, executes, may_continue, may_execute, may_write, may_write_as, writer,
+};

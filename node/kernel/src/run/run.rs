@@ -73,6 +73,12 @@ impl Run {
         &self.start.by.organisation
     }
 
+    /// The run's executor: the party that started it (seed 002's records of what the run did
+    /// are its own; see [`who`](super::who)).
+    pub fn executor(&self) -> &Party {
+        &self.start.by
+    }
+
     /// The parent run, if this run recovers or continues another.
     pub fn parent(&self) -> Option<&str> {
         self.start.body.parent.as_deref()
