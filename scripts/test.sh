@@ -9,6 +9,9 @@ if [ ! -x target/debug/accord-node ]; then
   echo "first build: compiling RocksDB's C++ and Accord (about 12 minutes on two cores; cargo shows progress)" >&2
 fi
 cargo build --workspace --bins
+# Real clients outside Rust (Python grpcio, Node.js @grpc/grpc-js) against a node and a witness
+# made by a plain `init` (issue 28).
+bash scripts/clients.sh "${CARGO_TARGET_DIR:-target}/debug"
 # accordctl's offline commands build and run without the node (no RocksDB; issue 10). Its own
 # target directory, so the full accordctl the end-to-end tests run is not replaced.
 cargo build -p accordctl --no-default-features --target-dir target/offline
