@@ -15,6 +15,7 @@ use std::time::Duration;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 mod inproc;
+pub mod metrics;
 pub use inproc::InProc;
 
 /// The directory holding the workspace's binaries (next to the test executable's `deps/`).
