@@ -7,36 +7,14 @@
 //! with a verifying receipt, by acme's node.
 
 mod federation_common;
+mod runs_common;
 
 use accord_proto::pb::record::v1 as rec;
-use accord_proto::pb::run::v1::{self as pb, run_service_client::RunServiceClient};
-use accord_proto::pb::work::v1::SubmitResponse;
-use accord_tests::{Authed, Bearer, TestNode, run_bin};
+use accord_proto::pb::run::v1 as pb;
+use accord_tests::{TestNode, run_bin};
 use prost::Message;
+use runs_common::*;
 use std::collections::{BTreeMap, VecDeque};
-
-type Client = RunServiceClient<Authed>;
-
-const STATES: [&str; 14] = [
-    "pending",
-    "queued",
-    "planning",
-    "running",
-    "waiting_for_user",
-    "awaiting_approval",
-    "partially_approved",
-    "paused",
-    "recovering",
-    "completed",
-    "failed",
-    "rejected",
-    "canceled",
-    "expired",
-];
-
-fn num(s: &str) -> i32 {
-    STATES.iter().position(|x| *x == s).expect("a state") as i32 + 1
-}
 
 /// The table from ARCHITECTURE.md, "Runs: the transition table".
 fn table() -> BTreeMap<&'static str, Vec<&'static str>> {
@@ -83,71 +61,6 @@ fn path(t: &BTreeMap<&'static str, Vec<&'static str>>, to: &str) -> Vec<&'static
     p
 }
 
-async fn client(node: &TestNode, token: &str) -> Client {
-    RunServiceClient::with_interceptor(node.channel().await.unwrap(), Bearer::new(token))
-}
-
-fn ctx() -> Option<rec::RunTransitionContext> {
-    Some(rec::RunTransitionContext {
-        reason: "test".into(),
-        metadata: [("ticket".to_string(), "T-1".to_string())].into(),
-        ..Default::default()
-    })
-}
-
-async fn start(c: &mut Client, run: &str, commitment: &str, parent: &str) -> SubmitResponse {
-    c.create_run(pb::CreateRunRequest {
-        commitment_id: commitment.into(),
-        start: Some(rec::RunStart {
-            run: run.into(),
-            trigger: "schedule:nightly".into(),
-            initiator: "acme/alice".into(),
-            parent: parent.into(),
-            persistence: "durable".into(),
-            replay_confirmed: false,
-        }),
-    })
-    .await
-    .unwrap()
-    .into_inner()
-}
-
-async fn go(
-    c: &mut Client,
-    run: &str,
-    to: &str,
-    context: Option<rec::RunTransitionContext>,
-) -> SubmitResponse {
-    c.transition(pb::TransitionRequest {
-        transition: Some(rec::RunTransition {
-            run: run.into(),
-            to: num(to),
-            context,
-        }),
-    })
-    .await
-    .unwrap()
-    .into_inner()
-}
-
-fn applied(r: &SubmitResponse) -> bool {
-    r.outcome.as_ref().is_some_and(|o| o.applied)
-}
-
-fn code(r: &SubmitResponse) -> String {
-    r.outcome
-        .as_ref()
-        .map(|o| o.rejection_code.clone())
-        .unwrap_or_default()
-}
-
-async fn get(c: &mut Client, run: &str) -> pb::GetRunResponse {
-    c.get_run(pb::GetRunRequest { run: run.into() })
-        .await
-        .unwrap()
-        .into_inner()
-}
-
 async fn drive(c: &mut Client, t: &BTreeMap<&'static str, Vec<&'static str>>, run: &str, to: &str) {
     assert!(applied(&start(c, run, "", "").await));
     for s in path(t, to) {
@@ -155,15 +68,6 @@ async fn drive(c: &mut Client, t: &BTreeMap<&'static str, Vec<&'static str>>, ru
         assert!(applied(&r), "{run}: into {s}: {r:?}");
     }
     assert_eq!(get(c, run).await.state, num(to), "{run} reached {to}");
-}
-
-async fn node() -> TestNode {
-    TestNode::builder("acme")
-        .party("alice")
-        .party("bob")
-        .start()
-        .await
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -351,11 +255,33 @@ fn verify(node: &TestNode, r: &pb::RunReceipt, name: &str) -> (i32, String, Stri
 
 #[tokio::test(flavor = "multi_thread")]
 async fn receipts_show_missing_link_decisions_and_verify_offline() {
+    use federation_common::{declare, party, record, request};
     let n = node().await;
     let mut c = client(&n, &n.party_token("alice")).await;
 
-    // An approval-gated side effect with an approving decision: the receipt links it.
-    assert!(applied(&start(&mut c, "g1", "", "").await));
+    // An approval-gated side effect with an approving decision: the receipt links it. The run
+    // executes a commitment bob asked alice for, so bob, its obligee, may decide on alice's
+    // proposal (issue 27: a decision comes from a role on the executed commitment, not from
+    // being a party of the organisation).
+    declare(
+        &n,
+        "bob",
+        request("acme", "bob", "deal-g1", party("acme", "alice")),
+    )
+    .await;
+    declare(
+        &n,
+        "alice",
+        record(
+            "acme",
+            "alice",
+            "deal-g1",
+            &[],
+            rec::record::Operation::Promise(rec::Promise {}),
+        ),
+    )
+    .await;
+    assert!(applied(&start(&mut c, "g1", "deal-g1", "").await));
     assert!(applied(&go(&mut c, "g1", "running", None).await));
     let p = c
         .add_proposal(pb::AddProposalRequest {
@@ -553,15 +479,10 @@ async fn recovery_run_linked_to_parent_with_prior_work() {
 #[tokio::test(flavor = "multi_thread")]
 async fn run_at_globex_executing_acme_commitment_is_seen_at_acme() {
     use federation_common::*;
-    let (a, b) = federated(&["alice"], &["bob"]).await;
+    // bob executes the commitment once he promised it: a run for a commitment is its obligor's
+    // (issue 27; a candidate obligor that had not promised used to start one).
     let c = "deal-r";
-    submit(
-        &a,
-        &signer(&a, "alice"),
-        &request("acme", "alice", c, party("globex", "bob")),
-    )
-    .await;
-    wait_state(&b, c, "requested").await;
+    let (a, b) = promised_between(&["alice"], c).await;
     let mut bob = client(&b, &b.party_token("bob")).await;
     assert!(applied(&start(&mut bob, "exec-1", c, "").await));
     assert!(applied(&go(&mut bob, "exec-1", "running", None).await));
