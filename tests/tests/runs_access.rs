@@ -18,6 +18,14 @@
 //! RunService (`Submit`) are recorded with the kernel's code, the same for a run or commitment
 //! that does not exist as for one the author may not act on (`unknown_run`,
 //! `unknown_commitment`).
+//!
+//! Each test fails against the rule it guards (mutations tried, then reverted): the executor's
+//! records allowed to the executor's whole organisation (`run::who::may_write_as`) — the first,
+//! third and fourth fail, the fourth with the issue's `invalid_state "running -> pending…"`;
+//! execution allowed to the obligor's organisation (`Role::Executor` in `run::who::may_execute`)
+//! — the second fails (bob's run applied); runs readable by the executing organisation's parties
+//! (`services/run.rs` `readable`) — the third fails (carol gets the receipt); the
+//! wrong-commitment detail naming the executed commitment (`run::apply_run`) — the fourth fails.
 
 mod federation_common;
 mod runs_common;
