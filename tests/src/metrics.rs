@@ -14,6 +14,13 @@ use std::time::Duration;
 /// A process started by [`serve`]; killed on drop.
 pub struct Served(Child);
 
+impl Served {
+    /// The process (to signal or wait for it).
+    pub fn child(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -80,6 +87,61 @@ pub fn metrics_on(text: &mut String) {
         text.contains("\nmetrics_listen = "),
         "init's config has the metrics line"
     );
+}
+
+/// A witness serving with metrics on, trusting `node`'s log ([`serve_witness_of`]).
+pub struct WitnessOf {
+    /// The process (killed on drop).
+    pub proc: Served,
+    /// Its vkey (as `accord-witness init` printed it).
+    pub vkey: String,
+    /// Its gRPC address (`host:port`).
+    pub grpc: String,
+    /// Its metrics address.
+    pub metrics: SocketAddr,
+}
+
+/// Initialises a witness named `w.example` in `dir` (ephemeral ports, metrics on) that
+/// co-signs `node`'s log, and starts it.
+pub fn serve_witness_of(node: &TestNode, dir: &Path) -> Result<WitnessOf> {
+    let out = Command::new(bin("accord-witness"))
+        .args(["init", "--dir"])
+        .arg(dir)
+        .args(["--name", "w.example"])
+        .args([
+            "--grpc-listen",
+            "127.0.0.1:0",
+            "--http-listen",
+            "127.0.0.1:0",
+        ])
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "accord-witness init: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let vkey = String::from_utf8(out.stdout)?.trim().to_string();
+    let cfg = dir.join("witness.toml");
+    let mut text = std::fs::read_to_string(&cfg)?;
+    metrics_on(&mut text);
+    text.push_str(&format!(
+        "\n[[logs]]\norigin = \"{}\"\nvkeys = [\"{}\"]\n",
+        node.origin(),
+        node.vkey()
+    ));
+    std::fs::write(&cfg, text)?;
+    let (proc, first, metrics) = serve("accord-witness", &cfg)?;
+    let grpc = first
+        .split_whitespace()
+        .find_map(|p| p.strip_prefix("grpc="))
+        .ok_or_else(|| anyhow!("no grpc= in {first:?}"))?
+        .to_string();
+    Ok(WitnessOf {
+        proc,
+        vkey,
+        grpc,
+        metrics,
+    })
 }
 
 /// `GET /metrics` over plain HTTP/1.1: the Prometheus text, after checking the status and the

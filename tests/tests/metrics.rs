@@ -8,10 +8,9 @@ use accord_proto::pb::admin::v1::GetStatusRequest;
 use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
 use accord_proto::pb::work::v1::{self as work, work_service_client::WorkServiceClient};
 use accord_proto::signing;
-use accord_tests::metrics::{metrics_on, scrape, serve, serve_node, value};
-use accord_tests::{FAST_FEDERATION, TestNode, bin, eventually, federate};
+use accord_tests::metrics::{WitnessOf, metrics_on, scrape, serve_node, serve_witness_of, value};
+use accord_tests::{FAST_FEDERATION, TestNode, eventually, federate};
 use anyhow::Result;
-use std::process::Command;
 use std::time::Duration;
 
 fn request(org: &str, author: &str, candidate: (&str, &str), commitment: &str, n: u8) -> Record {
@@ -127,39 +126,12 @@ async fn witness_metrics_count_add_checkpoint_and_node_counts_cosignature_failur
         .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let wdir = tmp.path().join("w");
-    let out = Command::new(bin("accord-witness"))
-        .args(["init", "--dir"])
-        .arg(&wdir)
-        .args([
-            "--name",
-            "w.example",
-            "--grpc-listen",
-            "127.0.0.1:0",
-            "--http-listen",
-            "127.0.0.1:0",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let wvkey = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let wcfg = wdir.join("witness.toml");
-    let mut text = std::fs::read_to_string(&wcfg).unwrap();
-    text = text.replace(
-        "# metrics_listen = \"127.0.0.1:9465\"",
-        "metrics_listen = \"127.0.0.1:0\"",
-    );
-    text.push_str(&format!(
-        "\n[[logs]]\norigin = \"{}\"\nvkeys = [\"{}\"]\n",
-        node.origin(),
-        node.vkey()
-    ));
-    std::fs::write(&wcfg, text).unwrap();
-    let (_w, wfirst, wmetrics) = serve("accord-witness", &wcfg).unwrap();
-    let wgrpc = wfirst
-        .split_whitespace()
-        .find_map(|p| p.strip_prefix("grpc="))
-        .unwrap()
-        .to_string();
+    let WitnessOf {
+        proc: _w,
+        vkey: wvkey,
+        grpc: wgrpc,
+        metrics: wmetrics,
+    } = serve_witness_of(&node, &wdir).unwrap();
 
     let w0 = scrape(wmetrics).unwrap();
     assert_eq!(value(&w0, "accord_witness_logs", &[]), Some(1.0));

@@ -11,9 +11,9 @@ use accord_proto::pb::federation::v1::{DeliverRequest, federation_service_client
 use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
 use accord_proto::pb::work::v1::DeclareRequest;
 use accord_tests::metrics::{
-    metrics_on, scrape, scrape_text, series_names, serve, serve_node, value,
+    WitnessOf, metrics_on, scrape, scrape_text, series_names, serve_node, serve_witness_of, value,
 };
-use accord_tests::{TestNode, bin, eventually, run_bin};
+use accord_tests::{TestNode, eventually, run_bin};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -188,39 +188,12 @@ async fn every_series_named_is_served_by_a_node_or_a_witness() {
     // A witness of acme's log, metrics on.
     let tmp = tempfile::tempdir().unwrap();
     let wdir = tmp.path().join("w");
-    let out = Command::new(bin("accord-witness"))
-        .args(["init", "--dir"])
-        .arg(&wdir)
-        .args(["--name", "w.example"])
-        .args([
-            "--grpc-listen",
-            "127.0.0.1:0",
-            "--http-listen",
-            "127.0.0.1:0",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let wvkey = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let wcfg = wdir.join("witness.toml");
-    let mut text = std::fs::read_to_string(&wcfg).unwrap();
-    metrics_on(&mut text);
-    text.push_str(&format!(
-        "\n[[logs]]\norigin = \"{}\"\nvkeys = [\"{}\"]\n",
-        node.origin(),
-        node.vkey()
-    ));
-    std::fs::write(&wcfg, text).unwrap();
-    let (_witness, wfirst, wmetrics) = serve("accord-witness", &wcfg).unwrap();
-    let wgrpc = wfirst
-        .split_whitespace()
-        .find_map(|p| p.strip_prefix("grpc="))
-        .unwrap()
-        .to_string();
+    let WitnessOf {
+        proc: _witness,
+        vkey: wvkey,
+        grpc: wgrpc,
+        metrics: wmetrics,
+    } = serve_witness_of(&node, &wdir).unwrap();
 
     // The node needs that witness (k = 1) and lists a second one nobody runs (a closed port),
     // whose cosignature failures it counts.

@@ -10,25 +10,19 @@ use accord_proto::pb::work::v1::{GetCommitmentRequest, GetCommitmentResponse, Su
 use accord_proto::signing;
 use accord_tests::{TestNode, bin, ensure_fresh_bins, run_bin, tls_channel, work_client};
 use anyhow::{Context, Result, anyhow};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 /// `accord-node serve` with metrics on, killed on drop.
 struct Served {
-    child: Child,
+    /// The process (killed on drop), started by the shared [`accord_tests::metrics::serve`].
+    proc: accord_tests::metrics::Served,
     addr: SocketAddr,
     metrics: SocketAddr,
     dir: PathBuf,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Starts the node of `dir` (metrics on an ephemeral port) and waits until it serves.
@@ -47,39 +41,14 @@ async fn serve(dir: &Path) -> Result<Served> {
         );
         std::fs::write(&cfg, text)?;
     }
-    let mut child = Command::new(bin("accord-node"))
-        .args(["serve", "--config"])
-        .arg(&cfg)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let stdout = child.stdout.take().context("stdout")?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut r = BufReader::new(stdout);
-        for _ in 0..2 {
-            let mut line = String::new();
-            let _ = r.read_line(&mut line);
-            let _ = tx.send(line.trim().to_string());
-        }
-        let mut sink = String::new();
-        while r.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
-            sink.clear();
-        }
-    });
-    let first = rx.recv_timeout(Duration::from_secs(120))?;
-    let second = rx.recv_timeout(Duration::from_secs(120))?;
+    let (proc, first, metrics) = accord_tests::metrics::serve("accord-node", &cfg)?;
     let s = Served {
-        child,
+        proc,
         addr: first
             .strip_prefix("listening ")
             .ok_or_else(|| anyhow!("first line {first:?}"))?
             .parse()?,
-        metrics: second
-            .strip_prefix("metrics ")
-            .ok_or_else(|| anyhow!("second line {second:?}"))?
-            .parse()?,
+        metrics,
         dir: dir.to_path_buf(),
     };
     accord_tests::wait_serving(s.channel().await?).await?;
@@ -123,9 +92,9 @@ impl Served {
     /// SIGTERM and wait.
     fn terminate(mut self) -> Result<()> {
         Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .args(["-TERM", &self.proc.child().id().to_string()])
             .status()?;
-        anyhow::ensure!(self.child.wait()?.success(), "graceful exit");
+        anyhow::ensure!(self.proc.child().wait()?.success(), "graceful exit");
         Ok(())
     }
 }

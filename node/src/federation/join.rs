@@ -66,9 +66,15 @@ impl Sent {
 /// receives them).
 pub(crate) fn holders(cx: &FedContext, commitment: &str) -> BTreeSet<String> {
     let mut orgs = BTreeSet::new();
-    if let Ok(p) = cx.projection.read()
-        && let Some(c) = p.get(commitment)
-    {
+    // The projection's lock is held for the in-memory part only: the scan of past readers
+    // below reads RocksDB, and the ledger writer waits for this lock to publish.
+    let db = {
+        let Ok(p) = cx.projection.read() else {
+            return orgs;
+        };
+        let Some(c) = p.get(commitment) else {
+            return orgs;
+        };
         for party in accord_kernel::parties_with_role(&c)
             .into_iter()
             .chain(c.parties())
@@ -77,7 +83,13 @@ pub(crate) fn holders(cx: &FedContext, commitment: &str) -> BTreeSet<String> {
             orgs.insert(party.organisation);
         }
         orgs.insert(c.home_org(cx.name()).to_string());
-        orgs.extend(p.past_organisations(commitment));
+        p.persisted().cloned()
+    };
+    if let Some(db) = db {
+        match db.past_organisations(commitment) {
+            Ok(past) => orgs.extend(past),
+            Err(e) => tracing::error!(error = %e, %commitment, "past holders not read"),
+        }
     }
     orgs.remove(cx.name());
     orgs.retain(|o| cx.federation.peers.get(o).is_some());
@@ -91,6 +103,7 @@ pub(crate) fn newcomers(
     cx: &FedContext,
     entry: &LedgerEntry,
     record: &Record,
+    holders: &BTreeSet<String>,
     batch: &mut crate::ledger::Batch,
     queued: &mut BTreeMap<String, u64>,
     now: i64,
@@ -101,9 +114,9 @@ pub(crate) fn newcomers(
     }
     let sent = &cx.federation.sent;
     let mut new = Vec::new();
-    for org in holders(cx, commitment) {
-        if !sent.contains(cx, commitment, &org)? {
-            new.push(org);
+    for org in holders {
+        if !sent.contains(cx, commitment, org)? {
+            new.push(org.clone());
         }
     }
     if new.is_empty() {

@@ -148,25 +148,31 @@ pub fn destinations(cx: &FedContext, entry: &LedgerEntry) -> Vec<String> {
     let Some(r) = decoded(entry) else {
         return Vec::new();
     };
-    destinations_of(cx, entry, &r)
-}
-
-fn destinations_of(cx: &FedContext, entry: &LedgerEntry, r: &Record) -> Vec<String> {
-    if !federated(cx, entry, r) {
+    if !federated(cx, entry, &r) {
         return Vec::new();
     }
-    let mut orgs = super::join::holders(cx, &r.commitment_id);
+    let holders = super::join::holders(cx, &r.commitment_id);
+    destinations_of(cx, entry, &r, holders)
+}
+
+/// `entry`'s destinations, given its commitment's `holders` ([`super::join::holders`]) and
+/// that it is [`federated`].
+fn destinations_of(
+    cx: &FedContext,
+    entry: &LedgerEntry,
+    r: &Record,
+    mut orgs: std::collections::BTreeSet<String>,
+) -> Vec<String> {
     if let Some(Operation::Admission(a)) = &r.operation {
         orgs.insert(a.peer.clone());
     }
-    let r = r.clone();
     let mut named = Vec::new();
-    named_parties(&r, &mut named);
+    named_parties(r, &mut named);
     orgs.extend(named.into_iter().map(|p| p.organisation));
     // Commit envelopes (seed 003): the coordinator's and participants' organisations.
     orgs.extend(super::envelope_route::destinations(
         &cx.projection,
-        &r,
+        r,
         &entry.record_id,
     ));
     orgs.remove(cx.name());
@@ -209,13 +215,19 @@ fn step(cx: &FedContext, from: u64, to: u64) -> Result<Routed, Error> {
         {
             wake.extend(fed.quarantine.commitment_arrived(&r.commitment_id)?);
         }
-        let decoded = decoded(e);
-        if let Some(r) = &decoded {
-            super::join::newcomers(cx, e, r, &mut batch, &mut queued, now)?;
-        }
-        let dests = match &decoded {
-            Some(r) => destinations_of(cx, e, r),
-            None => Vec::new(),
+        // The commitment's holders are read once per entry, for both uses.
+        let dests = match decoded(e) {
+            Some(r) if !r.commitment_id.is_empty() => {
+                let holders = super::join::holders(cx, &r.commitment_id);
+                super::join::newcomers(cx, e, &r, &holders, &mut batch, &mut queued, now)?;
+                if federated(cx, e, &r) {
+                    destinations_of(cx, e, &r, holders)
+                } else {
+                    Vec::new()
+                }
+            }
+            Some(r) if federated(cx, e, &r) => destinations_of(cx, e, &r, Default::default()),
+            _ => Vec::new(),
         };
         for peer in dests {
             let item = Item {

@@ -102,6 +102,7 @@ impl AdminService for AdminApi {
         // One screen of health for `accordctl status`: peers and quarantine read RocksDB.
         let (peers, quarantine_size, unrouted) = self.blocking(status_of_federation).await?;
         let witnessed = n.log.witnessed();
+        let (service_ticks, service_ticked_at_unix_ms) = n.metrics.service_ticks();
         Ok(Response::new(pb::GetStatusResponse {
             name: n.name().to_string(),
             ledger_size: n.ledger.len(),
@@ -116,8 +117,8 @@ impl AdminService for AdminApi {
                 .map(|c| cosigners(&c.note, &n.config.origin()))
                 .unwrap_or_default(),
             checkpoint_age_ms: n.metrics.checkpoint_age(n.clock.now_ms()).as_millis() as i64,
-            service_ticks: n.metrics.service_ticks().0,
-            service_ticked_at_unix_ms: n.metrics.service_ticks().1,
+            service_ticks,
+            service_ticked_at_unix_ms,
             records_unrouted: unrouted,
         }))
     }
