@@ -2,7 +2,10 @@
 //! RocksDB only when the client has taken the previous one — tonic polls the stream only when
 //! HTTP/2 flow control lets it send — so an unread stream holds at most one small chunk, and no
 //! task reads ahead. Each stream holds a permit of the node-wide `limits.list_streams`
-//! semaphore until it ends or the client goes away.
+//! semaphore until it ends or the client goes away. Chunk reads run on blocking threads, at most
+//! [`readers`] at once node-wide: two thousand streams opened together would otherwise start
+//! hundreds of blocking threads, each costing the node most of a megabyte of resident memory
+//! (its stack, an allocator arena, RocksDB's thread-local state) until it idles out.
 
 use super::visibility::Visibility;
 use crate::auth::Caller;
@@ -22,6 +25,12 @@ const CHUNK_BYTES: usize = 16 * 1024;
 /// Most entries one read step looks at (a party's filtered stream may skip many).
 const SCAN: u64 = 1024;
 
+/// How many chunk reads may run at once, node-wide: two per core, so that reads keep every core
+/// busy while one waits on the disk, and no more.
+pub fn readers() -> usize {
+    2 * std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+}
+
 /// One open `ListRecords` call.
 pub struct Listing {
     /// The node.
@@ -38,6 +47,11 @@ pub struct Listing {
     pub remaining: u64,
     /// The chunk read and not sent yet.
     pub buf: VecDeque<LedgerEntry>,
+    /// Whether the stream has handed out entries since it last read a chunk: the next read then
+    /// waits for one more poll (see [`Listing::into_stream`]).
+    pub handed_out: bool,
+    /// The node-wide permits for chunk reads (see [`readers`]).
+    pub readers: Arc<tokio::sync::Semaphore>,
     /// The stream's share of `limits.list_streams`, released when the stream is dropped.
     pub _permit: OwnedSemaphorePermit,
 }
@@ -83,17 +97,57 @@ impl Listing {
                 if l.next >= l.end {
                     return Ok(None);
                 }
+                if std::mem::take(&mut l.handed_out) {
+                    // No read-ahead. tonic's encoder polls this stream again as soon as it has
+                    // encoded what it was given, and a read started then would be held in memory
+                    // while the chunk before it waits for flow control. Returning `Pending` once
+                    // makes tonic hand its buffer to hyper, and hyper polls again only when
+                    // HTTP/2 flow control has room: the read happens then.
+                    Once::default().await;
+                }
                 let (node, rules, caller) = (l.node.clone(), l.rules.clone(), l.caller.clone());
                 let (from, end) = (l.next, l.end);
-                let (chunk, next) = tokio::task::spawn_blocking(move || {
-                    read_chunk(&node, &rules, &caller, from, end)
+                // The read waits for a permit in a task of its own, so that a permit granted to
+                // a stream whose future is not being polled (its client stopped reading) is
+                // still used and given back at once: it is never held by a stalled stream.
+                let readers = l.readers.clone();
+                let (chunk, next) = tokio::spawn(async move {
+                    let _reading = readers
+                        .acquire_owned()
+                        .await
+                        .map_err(|_| Error::Internal("the read permits are closed".into()))?;
+                    tokio::task::spawn_blocking(move || {
+                        read_chunk(&node, &rules, &caller, from, end)
+                    })
+                    .await
+                    .map_err(|e| Error::Internal(e.to_string()))?
                 })
                 .await
                 .map_err(|e| Status::from(Error::Internal(e.to_string())))?
                 .map_err(Status::from)?;
                 l.next = next;
+                l.handed_out = !chunk.is_empty();
                 l.buf.extend(chunk);
             }
         })
+    }
+}
+
+/// A future that is pending on its first poll (waking its task at once) and ready on the next.
+#[derive(Default)]
+struct Once(bool);
+
+impl std::future::Future for Once {
+    type Output = ();
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if std::mem::replace(&mut self.0, true) {
+            std::task::Poll::Ready(())
+        } else {
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
     }
 }

@@ -21,6 +21,8 @@ pub struct WorkApi {
     rules: Arc<Visibility>,
     /// Open `ListRecords` streams, node-wide (`limits.list_streams`); each holds a permit.
     streams: Arc<Semaphore>,
+    /// Chunk reads of open `ListRecords` streams running at once (see [`super::listing`]).
+    readers: Arc<Semaphore>,
     /// Cancelled when the node shuts down: the open watch streams end (graceful shutdown waits
     /// for every open call).
     shutdown: tokio_util::sync::CancellationToken,
@@ -44,6 +46,7 @@ pub fn server_until(
         node,
         rules,
         streams,
+        readers: Arc::new(Semaphore::new(super::listing::readers())),
         shutdown,
         verifier: Arc::new(verifier),
     })
@@ -182,6 +185,8 @@ impl WorkService for WorkApi {
             end: self.node.ledger.len(),
             remaining: if limit == 0 { u64::MAX } else { limit },
             buf: Default::default(),
+            handed_out: false,
+            readers: self.readers.clone(),
             _permit: permit,
         };
         Ok(Response::new(Box::pin(listing.into_stream())))
@@ -483,6 +488,7 @@ mod received_tests {
             node: node.clone(),
             rules: Arc::new(Visibility::new(&node.config)),
             streams: Arc::new(Semaphore::new(1)),
+            readers: Arc::new(Semaphore::new(1)),
             shutdown: Default::default(),
             verifier: Arc::new(super::super::submit::BatchVerifier::per_core(16).unwrap()),
         };
