@@ -90,4 +90,11 @@ pub enum Notification {
         /// Who holds control.
         holder: Party,
     },
+    /// The party's own record lost: the commitment's home rejected it (issue 26, "One order":
+    /// a record that loses is rejected at every node with a code its author can see). Raised by
+    /// the node, not by the kernel: the kernel never sees a record another node decided.
+    RecordRejected {
+        /// The home's code (the kernel's, e.g. `terminal_state`, or federation's).
+        code: String,
+    },
 }

@@ -275,7 +275,14 @@ impl Working {
                 ..
             } = &record.op
             {
-                return Some(self.sequenced(seq, rid, *outcome, code, *at, access));
+                return Some(self.sequenced(
+                    seq,
+                    rid,
+                    (*outcome, code),
+                    &record.author,
+                    *at,
+                    access,
+                ));
             }
             return None;
         }
@@ -309,8 +316,8 @@ impl Working {
         &mut self,
         seq: u64,
         rid: &RecordId,
-        outcome: k::AdmissionOutcome,
-        code: &str,
+        (outcome, code): (k::AdmissionOutcome, &str),
+        decided_by: &k::Party,
         at: i64,
         access: &k::Access,
     ) -> Outcome {
@@ -342,6 +349,24 @@ impl Working {
                 rejection_detail: "rejected by the commitment's home".into(),
             };
             self.history(at_seq, &r, &o);
+            // The author's record lost: it is told in its attention list (issue 26, item 3).
+            // Only this organisation's parties have their lists here.
+            if r.author.organisation == self.local {
+                let a = StoredAttention {
+                    commitment: r.commitment.clone(),
+                    record: r.id,
+                    from: decided_by.clone(),
+                    at,
+                    about: k::Notification::RecordRejected {
+                        code: code.to_string(),
+                    },
+                };
+                self.writes.put(
+                    store::ATTENTION,
+                    store::attention_key(&r.author, seq, 0),
+                    store::encode(&a),
+                );
+            }
         }
         applied
     }

@@ -67,6 +67,7 @@ pub fn to_pb(a: &Attention, to: &k::Party) -> pb::AttentionItem {
         ),
         k::Notification::StopRefused { reason } => ("stop_refused", reason.clone()),
         k::Notification::ControlTaken { holder } => ("control_taken", holder.to_string()),
+        k::Notification::RecordRejected { code } => ("record_rejected", code.clone()),
     };
     pb::AttentionItem {
         sequence: a.sequence,

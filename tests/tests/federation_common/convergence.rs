@@ -398,6 +398,33 @@ pub async fn assert_rejected_everywhere(nodes: &[&TestNode], c: &str, id: &[u8; 
         "{c}: {} is not rejected {code} everywhere: {bad:?}",
         hex::encode(id)
     );
+    // Its author is told, in its attention list at its own node (issue 26, item 3: "the record
+    // that loses is rejected at every node with a code its author can see").
+    let author = super::decode(&entry(nodes[0], id).await.expect("held")).author.expect("author");
+    let at = nodes
+        .iter()
+        .find(|n| n.name == author.organisation)
+        .expect("the author's node is among the nodes");
+    let told = super::work(at)
+        .await
+        .list_attention(work::ListAttentionRequest {
+            party: Some(author.clone()),
+            ..Default::default()
+        })
+        .await
+        .expect("the operator reads a party's attention list")
+        .into_inner()
+        .items;
+    assert!(
+        told.iter().any(|a| a.about == "record_rejected"
+            && a.record_id.as_ref() == id.as_slice()
+            && a.detail == code
+            && a.commitment_id == c),
+        "{c}: {}/{} is not told that {} lost ({code}): {told:?}",
+        author.organisation,
+        author.name,
+        hex::encode(id)
+    );
 }
 
 /// Asserts that the record `id` is held and applied at every node.
