@@ -400,7 +400,9 @@ pub async fn assert_rejected_everywhere(nodes: &[&TestNode], c: &str, id: &[u8; 
     );
     // Its author is told, in its attention list at its own node (issue 26, item 3: "the record
     // that loses is rejected at every node with a code its author can see").
-    let author = super::decode(&entry(nodes[0], id).await.expect("held")).author.expect("author");
+    let author = super::decode(&entry(nodes[0], id).await.expect("held"))
+        .author
+        .expect("author");
     let at = nodes
         .iter()
         .find(|n| n.name == author.organisation)
