@@ -381,6 +381,21 @@ pub struct FederationConfig {
     /// (`DeliverResponse.sequenced`); to an older peer, one at a time.
     #[serde(default = "default_max_in_flight")]
     pub max_in_flight: usize,
+    /// How far behind this node's clock a peer's time for its own record is honoured when this
+    /// node is the commitment's home and decides it (issue 26, item 2; ARCHITECTURE.md, "How
+    /// organisations converge"), ms. A record that took longer in transit is decided at `now -
+    /// clock_skew_ms`. Covers the peers' clock offsets plus their delivery delay; at most
+    /// [`MAX_CLOCK_SKEW_MS`].
+    #[serde(default = "default_clock_skew_ms")]
+    pub clock_skew_ms: u64,
+}
+
+/// Largest accepted `federation.clock_skew_ms` (10 minutes): a home that honours a peer's time
+/// further back lets that peer answer long-passed deadlines.
+pub const MAX_CLOCK_SKEW_MS: u64 = 600_000;
+
+fn default_clock_skew_ms() -> u64 {
+    2_000
 }
 
 fn default_max_in_flight() -> usize {
@@ -429,6 +444,7 @@ impl Default for FederationConfig {
             outbox_max: default_outbox_max(),
             backfill_per_second: default_backfill_per_second(),
             max_in_flight: default_max_in_flight(),
+            clock_skew_ms: default_clock_skew_ms(),
         }
     }
 }
@@ -790,10 +806,17 @@ impl Config {
             ("federation.outbox_max", f.outbox_max),
             ("federation.backfill_per_second", f.backfill_per_second),
             ("federation.max_in_flight", f.max_in_flight as u64),
+            ("federation.clock_skew_ms", f.clock_skew_ms),
         ] {
             if v == 0 {
                 return Err(err(field, "must be > 0"));
             }
+        }
+        if f.clock_skew_ms > MAX_CLOCK_SKEW_MS {
+            return Err(err(
+                "federation.clock_skew_ms",
+                format!("must be at most {MAX_CLOCK_SKEW_MS} (10 minutes)"),
+            ));
         }
         if f.retry_max_ms < f.retry_base_ms {
             return Err(err(

@@ -550,6 +550,81 @@ async fn a_gate_answered_1_ms_before_its_deadline_reaches_the_home_after_it() {
     assert_time_records_by(&nodes, c, HOME).await;
 }
 
+/// bob answers a gate 1 ms before its deadline on his clock; the answer reaches acme, the home,
+/// 2.5 s after the deadline on acme's clock. The home honours bob's time only within
+/// `federation.clock_skew_ms` (README, "Delivery"): with the default 2 s it decides the answer
+/// at its clock less 2 s, past the deadline; with 5 s, at bob's time, in time. Either way every
+/// node ends the same.
+async fn gate_answer_held_past_the_skew_tolerance(skew: Option<u64>) -> String {
+    let c = "time-gate-skew";
+    let t = t0();
+    let extra = skew.map_or(String::new(), |ms| format!("clock_skew_ms = {ms}\n"));
+    let mut o = driven_orgs_with(&[("acme", "alice"), ("globex", "bob")], t, &extra).await;
+    let b = o.pop().unwrap();
+    let a = o.pop().unwrap();
+    let deadline = t + 1_000;
+    a.act_ok(asked(c, |_| {})).await;
+    all_in(&[&a.node, &b.node], c, "requested").await;
+    b.act_ok(bob(c, &[], promise())).await;
+    all_in(&[&a.node, &b.node], c, "promised").await;
+    let g = a
+        .act_ok(alice(
+            c,
+            &[],
+            gate(
+                vec![party("globex", "bob")],
+                rec::AggregationRule::All,
+                deadline,
+            ),
+        ))
+        .await;
+    let mut version = Vec::new();
+    for n in [&a.node, &b.node] {
+        version = wait_view(n, c, "the gate waits", |v| gate_status(v, &g) == "waiting")
+            .await
+            .version
+            .to_vec();
+    }
+    partition(&a.node, &b.node).await;
+    b.clock.set(deadline - 1);
+    let answer = b
+        .act_ok(bob(c, &[g], gate_answer(&version, rec::GateAnswer::Accept)))
+        .await;
+    // acme's clock passes the deadline by 2.5 s before the answer reaches it. (A gate's
+    // deadline is checked against the answer's time; the view shows the gate unsatisfiable once
+    // the deadline passed with an answer missing.)
+    a.clock.set(deadline + 2_500);
+    b.clock.set(deadline + 2_500);
+    heal(&a.node, &b.node).await;
+    let nodes = [&a.node, &b.node];
+    quiesce(&nodes).await;
+    let v = assert_same_view(&nodes, c).await;
+    assert_time_records_by(&nodes, c, HOME).await;
+    match skew {
+        None => assert_rejected_everywhere(&nodes, c, &answer, "deadline_passed").await,
+        Some(_) => assert_applied_everywhere(&nodes, c, &answer).await,
+    }
+    gate_status(&v, &g)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_gate_answer_held_longer_than_the_skew_tolerance_is_late_everywhere() {
+    let status = gate_answer_held_past_the_skew_tolerance(None).await;
+    assert_eq!(
+        status, "unsatisfiable",
+        "2.5 s in transit > the default 2 s tolerance"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_wider_skew_tolerance_counts_the_same_answer_in_time_everywhere() {
+    let status = gate_answer_held_past_the_skew_tolerance(Some(5_000)).await;
+    assert_eq!(
+        status, "satisfied",
+        "2.5 s in transit < clock_skew_ms = 5000"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn promise_conditional_with_a_deadline_2_ms_ahead() {
     let c = "time-conditional";

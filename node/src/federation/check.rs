@@ -24,15 +24,9 @@ pub struct Checked {
     pub input: k::Record,
     /// The time to apply it at (issue 26, item 2): the sender's, for a record of the sender's
     /// own organisation (`Envelope.applied_at_unix_ms`, bounded at a commitment's home by
-    /// [`CLOCK_SKEW_MS`]); `None` = this node's clock.
+    /// `federation.clock_skew_ms`); `None` = this node's clock.
     pub at: Option<i64>,
 }
-
-/// How far a peer's time for its own record may lie behind this node's clock when this node
-/// is the commitment's home and decides it (issue 26, item 2): an author's time is honoured
-/// within this tolerance (its transit is not held against it), never ahead of the home's
-/// clock, and a record that took longer is decided at `now - CLOCK_SKEW_MS`.
-pub const CLOCK_SKEW_MS: i64 = 2_000;
 
 impl Checked {
     /// Decodes a record kept by this node (it passed the checks when it was kept).

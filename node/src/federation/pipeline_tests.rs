@@ -492,3 +492,28 @@ fn max_in_flight_must_be_at_least_one() {
     let e = config.validate().unwrap_err().to_string();
     assert!(e.contains("federation.max_in_flight"), "{e}");
 }
+
+#[test]
+fn clock_skew_ms_defaults_to_two_seconds_and_is_bounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let init = crate::init::init(&crate::init::InitOptions {
+        dir: tmp.path().join("acme"),
+        name: "acme".into(),
+        parties: vec!["alice".into()],
+        listen: "127.0.0.1:0".into(),
+    })
+    .unwrap();
+    let mut config = crate::config::Config::load(&init.config).unwrap();
+    // README, "Delivery": default 2000, at least 1, at most 600000.
+    assert_eq!(config.federation.clock_skew_ms, 2_000);
+    for (v, ok) in [(0, false), (1, true), (600_000, true), (600_001, false)] {
+        config.federation.clock_skew_ms = v;
+        match config.validate() {
+            Ok(()) => assert!(ok, "{v} accepted"),
+            Err(e) => {
+                assert!(!ok, "{v} refused: {e}");
+                assert!(e.to_string().contains("federation.clock_skew_ms"), "{e}");
+            }
+        }
+    }
+}

@@ -77,12 +77,22 @@ impl Org {
 /// Starts one node per `(organisation, party)`, each on its own driven clock at `t0`, and
 /// peers every pair both ways.
 pub async fn driven_orgs(specs: &[(&str, &str)], t0: i64) -> Vec<Org> {
+    driven_orgs_with(specs, t0, "").await
+}
+
+/// [`driven_orgs`], with `federation` (lines of the `[federation]` section) added to every
+/// node's config.
+pub async fn driven_orgs_with(specs: &[(&str, &str)], t0: i64, federation: &str) -> Vec<Org> {
     let mut orgs = Vec::new();
     for (name, p) in specs {
         let (clock, manual) = Clock::manual(t0);
+        let extra = federation.to_string();
         let node = TestNode::builder(name)
             .party(p)
-            .config(driven_config)
+            .config(move |text, p| {
+                driven_config(text, p);
+                text.push_str(&extra);
+            })
             .start_with_clock(clock)
             .await
             .unwrap_or_else(|e| panic!("{name} starts: {e}"));

@@ -121,8 +121,9 @@ pub(super) fn records(
 /// The time record `i` applies at (issue 26, item 2): the time the sender's kernel applied it
 /// (`Envelope.applied_at_unix_ms`, signed with the envelope) — a peer's records are all its own
 /// organisation's (`check::authorise`). Where this node is the commitment's home, and so
-/// decides it for every holder, that time is trusted within [`check::CLOCK_SKEW_MS`] behind its
-/// own clock and never ahead of it. `None` (an older sender): this node's clock.
+/// decides it for every holder, that time is trusted within `federation.clock_skew_ms` behind
+/// its own clock (its transit is not held against it) and never ahead of it; a record that
+/// took longer is decided at `now - clock_skew_ms`. `None` (an older sender): this node's clock.
 fn applied_at(
     cx: &FedContext,
     env: &Envelope,
@@ -132,7 +133,8 @@ fn applied_at(
 ) -> Option<i64> {
     let t = env.applied_at_unix_ms.get(i).copied().filter(|t| *t != 0)?;
     Some(if cx.homed_here(&c.record.commitment_id) {
-        t.clamp(now - check::CLOCK_SKEW_MS, now)
+        let skew = i64::try_from(cx.config.clock_skew_ms).unwrap_or(i64::MAX);
+        t.clamp(now.saturating_sub(skew), now)
     } else {
         t
     })
