@@ -147,7 +147,7 @@ pub fn ensure_fresh_bins() {
 }
 
 /// Reads the first stdout line (`listening ...`) of a child, with a timeout.
-fn first_line(child: &mut Child, timeout: Duration) -> Result<String> {
+pub fn first_line(child: &mut Child, timeout: Duration) -> Result<String> {
     let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

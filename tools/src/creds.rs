@@ -81,6 +81,12 @@ pub struct ReadArgs {
 impl ReadArgs {
     /// A WorkService client with the given credential.
     pub async fn work(&self) -> Result<WorkClient> {
+        let (ch, bearer) = self.channel().await?;
+        Ok(WorkServiceClient::with_interceptor(ch, bearer))
+    }
+
+    /// A channel to the node and the bearer interceptor for any service's client.
+    pub async fn channel(&self) -> Result<(Channel, Bearer)> {
         if self.token_file.is_none() && self.cert.is_none() {
             return Err(anyhow!(
                 "reads need a credential: --token-file FILE (a party's or the operator's token) or --cert/--key"
@@ -104,6 +110,6 @@ impl ReadArgs {
             Some(p) => Bearer::from_file(p)?,
             None => Bearer::default(),
         };
-        Ok(WorkServiceClient::with_interceptor(ch, bearer))
+        Ok((ch, bearer))
     }
 }

@@ -30,12 +30,17 @@ mod bench_witness;
 #[cfg(feature = "node")]
 mod creds;
 #[cfg(feature = "node")]
+mod declare;
+#[cfg(feature = "node")]
 mod demo;
 #[cfg(feature = "node")]
 mod envelope;
 /// `envelope start --delegate`: the pre-signed halves of a cross-organisation delegate.
 #[cfg(feature = "node")]
 mod envelope_delegate;
+/// Checked flag values and the answers of the write commands (`work declare`, run writes).
+#[cfg(feature = "node")]
+mod flags;
 #[cfg(feature = "node")]
 mod health;
 #[cfg(feature = "node")]
@@ -50,6 +55,9 @@ mod offline;
 mod output;
 mod receipt;
 mod run;
+/// The run writes as a party (`run create|move|...`) and `run show`.
+#[cfg(feature = "node")]
+mod run_write;
 #[cfg(feature = "node")]
 mod status;
 #[cfg(feature = "node")]
@@ -86,7 +94,7 @@ enum Cmd {
     /// Federation receipts: fetch one, or verify one offline.
     #[command(subcommand)]
     Receipt(receipt::ReceiptCmd),
-    /// Runs: a run's receipt, and offline verification of a receipt file.
+    /// Runs: start and write runs as a party, show one, its receipt, offline verification.
     #[command(subcommand)]
     Run(run::RunCmd),
     /// One node's health on one screen: log size, checkpoint and witnesses, peers, quarantine.
@@ -189,13 +197,16 @@ fn online(cmd: Cmd, out: output::Output) -> ExitCode {
             Cmd::Health(a) => health::run(a, out).await,
             Cmd::Receipt(receipt::ReceiptCmd::Fetch(a)) => receipt::fetch(a, out).await,
             Cmd::Receipt(receipt::ReceiptCmd::Verify(_)) => Ok(()),
-            Cmd::Run(run::RunCmd::Receipt(a)) => run::receipt(a, out).await,
-            Cmd::Run(run::RunCmd::VerifyReceipt(_)) => Ok(()),
+            Cmd::Run(c) => run::online(c, out).await,
             Cmd::Offline(_) | Cmd::Completions { .. } | Cmd::Ledger(_) => Ok(()),
         }
     });
     match r {
         Ok(()) => ExitCode::SUCCESS,
+        // Already reported (a refused flag, a rejected record): only the exit code is left.
+        Err(e) if e.downcast_ref::<flags::Exit>().is_some() => {
+            ExitCode::from(e.downcast_ref::<flags::Exit>().map_or(1, |x| x.0))
+        }
         Err(e) => {
             eprintln!("accordctl: {e:#}");
             ExitCode::from(1)

@@ -68,6 +68,52 @@ pub enum RunCmd {
     Receipt(ReceiptArgs),
     /// Verify a receipt file offline: checkpoint signatures, inclusion proofs, fields.
     VerifyReceipt(VerifyArgs),
+    /// Start a run as a party (run_start; only the executed commitment's obligor may).
+    #[cfg(feature = "node")]
+    Create(crate::run_write::CreateArgs),
+    /// Move a run to another state (run_transition), checked against the transition table.
+    #[cfg(feature = "node")]
+    Move(crate::run_write::MoveArgs),
+    /// Record an action the executor takes (run_action).
+    #[cfg(feature = "node")]
+    Action(crate::run_write::ActionArgs),
+    /// Put a proposal up for approval (run_proposal).
+    #[cfg(feature = "node")]
+    Proposal(crate::run_write::ProposalArgs),
+    /// Approve or reject a proposal (run_decision; the executed commitment's obligee, acceptor, ...).
+    #[cfg(feature = "node")]
+    Decision(crate::run_write::DecisionArgs),
+    /// Record evidence by reference: digest and size, or --file (run_evidence).
+    #[cfg(feature = "node")]
+    Evidence(crate::run_write::EvidenceArgs),
+    /// Record an output by reference (run_output).
+    #[cfg(feature = "node")]
+    Output(crate::run_write::OutputArgs),
+    /// Record runtime activity (run_audit_event).
+    #[cfg(feature = "node")]
+    AuditEvent(crate::run_write::AuditEventArgs),
+    /// A run's state and transition log (GetRun).
+    #[cfg(feature = "node")]
+    Show(crate::run_write::ShowArgs),
+}
+
+/// The run commands that talk to a node, other than `receipt`.
+#[cfg(feature = "node")]
+pub async fn online(cmd: RunCmd, out: crate::output::Output) -> Result<()> {
+    use crate::run_write::{self as w, RunWrite};
+    match cmd {
+        RunCmd::Receipt(a) => receipt(a, out).await,
+        RunCmd::VerifyReceipt(_) => Ok(()),
+        RunCmd::Create(a) => w::write(RunWrite::Create(a), out).await,
+        RunCmd::Move(a) => w::write(RunWrite::Move(a), out).await,
+        RunCmd::Action(a) => w::write(RunWrite::Action(a), out).await,
+        RunCmd::Proposal(a) => w::write(RunWrite::Proposal(a), out).await,
+        RunCmd::Decision(a) => w::write(RunWrite::Decision(a), out).await,
+        RunCmd::Evidence(a) => w::write(RunWrite::Evidence(a), out).await,
+        RunCmd::Output(a) => w::write(RunWrite::Output(a), out).await,
+        RunCmd::AuditEvent(a) => w::write(RunWrite::AuditEvent(a), out).await,
+        RunCmd::Show(a) => w::show(a, out).await,
+    }
 }
 
 /// Options of `run receipt`.

@@ -20,6 +20,12 @@ pub enum WorkCmd {
     /// Streams commitment summaries: each as it is now, then each change of state, category,
     /// flags or axes, until interrupted (or --count summaries).
     Watch(WatchArgs),
+    /// Declare one Work kernel operation as a party (WorkService.Declare with the party's
+    /// --token-file): `work declare <operation> COMMITMENT --flag ...`; see `work declare
+    /// <operation> --help`. Exit 0 applied, 2 a flag refused (nothing sent), 3 rejected by the
+    /// kernel.
+    #[command(subcommand)]
+    Declare(crate::declare::DeclareOp),
 }
 
 /// Options of `work show`.
@@ -157,6 +163,7 @@ pub async fn run(cmd: WorkCmd, out: Output) -> Result<()> {
         WorkCmd::Show(a) => show(a, out).await,
         WorkCmd::List(a) => list(a, out).await,
         WorkCmd::Watch(a) => watch(a, out).await,
+        WorkCmd::Declare(op) => crate::declare::run(op, out).await,
     }
 }
 
