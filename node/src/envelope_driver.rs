@@ -104,25 +104,71 @@ pub async fn write(node: &Driver, o: &Owed) -> Result<crate::ledger::AppendResul
 }
 
 /// Writes a tick (seed 003's `kind: system` event) checked against every envelope this node
-/// coordinates that is PREPARING; nothing is written when none is (an idle node's ledger does
-/// not grow with ticks). Returns the record and the envelopes it lists.
+/// coordinates that is PREPARING, and every envelope it follows that holds a commitment here
+/// (issue 27: a following participant ends its holds by the timeout, on its own ticks);
+/// nothing is written when there is none (an idle node's ledger does not grow with ticks).
+/// Returns the record and the envelopes it lists.
 pub async fn tick(
     node: &Driver,
     tick_id: &str,
     instant_time: i64,
 ) -> Result<Option<(RecordId, Vec<String>)>, Error> {
-    crate::ident::id(tick_id).map_err(|r| Error::invalid("tick_id", r))?;
     let open: Vec<String> = {
         let p = node
             .projection
             .read()
             .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
-        p.envelopes
-            .open()
-            .filter(|e| p.envelopes.coordinates(e) && e.phase == Phase::Preparing)
+        let envs = &p.envelopes;
+        envs.open()
+            .filter(|e| {
+                envs.coordinates(e) && e.phase == Phase::Preparing
+                    || !envs.coordinates(e) && envs.holding(&e.id)
+            })
             .map(|e| e.id.clone())
             .collect()
     };
+    tick_listing(node, tick_id, instant_time, open).await
+}
+
+/// Writes the operator's release of `envelope`'s holds here (`AdminService.ReleaseHold`): a
+/// tick at [`RELEASE_INSTANT`](crate::envelopes::RELEASE_INSTANT) naming it, so the release
+/// is a record like every other envelope event (a restart re-applies it). `None` when the
+/// envelope holds nothing here and is not a PREPARING envelope this node coordinates.
+pub async fn release(
+    node: &Driver,
+    envelope: &str,
+) -> Result<Option<(RecordId, Vec<String>)>, Error> {
+    let releasable = {
+        let p = node
+            .projection
+            .read()
+            .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
+        let envs = &p.envelopes;
+        envs.holding(envelope)
+            || envs
+                .get(envelope)
+                .is_some_and(|e| envs.coordinates(e) && e.phase == Phase::Preparing)
+    };
+    if !releasable {
+        return Ok(None);
+    }
+    let tick_id = format!("release-{}", node.clock.now_ms());
+    tick_listing(
+        node,
+        &tick_id,
+        crate::envelopes::RELEASE_INSTANT,
+        vec![envelope.to_string()],
+    )
+    .await
+}
+
+async fn tick_listing(
+    node: &Driver,
+    tick_id: &str,
+    instant_time: i64,
+    open: Vec<String>,
+) -> Result<Option<(RecordId, Vec<String>)>, Error> {
+    crate::ident::id(tick_id).map_err(|r| Error::invalid("tick_id", r))?;
     if open.is_empty() {
         return Ok(None);
     }
@@ -153,6 +199,15 @@ fn validate_staged(
         .ok_or_else(|| "internal: no access recorded at prepare".to_string())?;
     let mut local: std::collections::HashMap<String, k::Commitment> = Default::default();
     for (participant, commitment, id, bytes) in crate::envelopes::records(env) {
+        // A commitment the coordinator may not read is answered like an unknown one, before
+        // anything about the record is checked (issue 27: the vote reveals nothing).
+        if !local.contains_key(commitment) {
+            let c = p
+                .get(commitment)
+                .filter(|c| k::may_read(c, access, &env.coordinator))
+                .ok_or_else(|| crate::envelopes::NACK_NOT_FOUND.to_string())?;
+            local.insert(commitment.to_string(), (*c).clone());
+        }
         let signed = pb::SignedRecord::decode(bytes)
             .map_err(|_| "malformed: a staged record does not decode".to_string())?;
         let record = pb::Record::decode(signed.payload.as_ref())
@@ -172,11 +227,19 @@ fn validate_staged(
         }
         let kr =
             crate::convert::record_from_pb(*id, &record).map_err(|e| format!("malformed: {e}"))?;
-        if !local.contains_key(commitment) {
-            let c = p.get(commitment).ok_or_else(|| {
-                format!("unknown_commitment: {commitment:?} is not held at {org}")
-            })?;
-            local.insert(commitment.to_string(), (*c).clone());
+        // A hold only on a commitment the record's author may act on: one with a role on it
+        // (as the sequence so far leaves it), never because of its organisation (issue 27).
+        if kr.commitment != commitment {
+            return Err("malformed: a staged record is about another commitment".to_string());
+        }
+        let Some(c) = local.get(commitment) else {
+            return Err(crate::envelopes::NACK_NOT_FOUND.to_string());
+        };
+        if !k::parties_with_role(c).contains(&kr.author) {
+            return Err(format!(
+                "wrong_role: the staged record's author {} has no role on {commitment:?}",
+                kr.author
+            ));
         }
         let applied = k::apply_with(&local, &kr, access, now)
             .map_err(|r| format!("{}: {}", r.code, r.detail))?;

@@ -315,3 +315,120 @@ async fn the_commitment_is_held_while_the_delegate_is_open_and_freed_by_the_time
         assert_eq!(obligor(n).await, "globex/bob", "{}", n.name);
     }
 }
+
+async fn holds(node: &TestNode) -> Vec<env::Hold> {
+    EnvelopeServiceClient::new(node.channel().await.unwrap())
+        .list_holds(with_token(env::ListHoldsRequest {}, &node.admin_token()))
+        .await
+        .expect("list holds")
+        .into_inner()
+        .holds
+}
+
+async fn submit_tick(node: &TestNode, tick_id: &str, instant_time: i64) {
+    let req = env::SubmitTickRequest {
+        tick_id: tick_id.into(),
+        instant_time,
+    };
+    EnvelopeServiceClient::new(node.channel().await.unwrap())
+        .submit_tick(with_token(req, &node.admin_token()))
+        .await
+        .expect("tick");
+}
+
+/// Issue 27: the coordinator goes silent (acme never ticks) and initech never answers. globex,
+/// a following participant that ACKed, holds `JOB` until the envelope's timeout (seed 003:
+/// `abort_after_seconds: 30`, from its prepare) passes on globex's own tick — not before — and
+/// then bob writes on JOB again while the envelope is still PREPARING everywhere. The operator
+/// lists holds and releases acme's: the envelope aborts on TIMEOUT at acme and globex.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_following_participants_hold_ends_at_its_own_timeout_and_the_operator_releases_holds() {
+    accord_tests::ensure_fresh_bins();
+    let [a, b, mut c] = three_orgs().await;
+    assert!(c.terminate().unwrap(), "initech stops: it never answers");
+    let (offer, acceptance) = halves(&b, &c, None);
+    start(&a, "d-4", &offer, &acceptance).await;
+    accord_tests::eventually(WAIT, || async {
+        get(&a, "d-4")
+            .await
+            .filter(|e| e.votes.get("globex").is_some_and(|v| v == "ACK"))
+    })
+    .await
+    .expect("globex ACKs");
+    // globex's hold, as its operator sees it: it lapses 30 s after globex's prepare.
+    let at_b = get(&b, "d-4").await.unwrap();
+    let prepared_at = at_b
+        .history
+        .iter()
+        .find(|h| h.step == "envelope_prepare")
+        .map(|h| h.at_unix_ms)
+        .expect("prepare at globex");
+    let listed = holds(&b).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(
+        (listed[0].commitment.as_str(), listed[0].envelope.as_str()),
+        (JOB, "d-4")
+    );
+    assert_eq!(
+        (listed[0].phase.as_str(), listed[0].role.as_str()),
+        ("PREPARING", "participant")
+    );
+    assert_eq!(listed[0].lapses_at_unix_ms, prepared_at + TIMEOUT_MS);
+    assert_eq!(bob_defers(&b).await, "envelope_hold");
+    // globex's own tick 1 ms before the timeout: still held.
+    submit_tick(&b, "early", prepared_at + TIMEOUT_MS - 1).await;
+    assert_eq!(holds(&b).await.len(), 1);
+    // At the timeout: the hold ends at globex; the envelope is still the coordinator's to decide.
+    submit_tick(&b, "due", prepared_at + TIMEOUT_MS).await;
+    assert!(holds(&b).await.is_empty());
+    assert_eq!(get(&b, "d-4").await.unwrap().phase, "PREPARING");
+    assert_eq!(bob_defers(&b).await, "");
+    // acme (coordinating and participating) holds JOB too; its operator releases it.
+    let at_a = holds(&a).await;
+    assert_eq!(at_a.len(), 1, "{at_a:?}");
+    assert_eq!(at_a[0].role, "coordinator");
+    let client = || async { EnvelopeServiceClient::new(a.channel().await.unwrap()) };
+    let unknown = client()
+        .await
+        .release_hold(with_token(
+            env::ReleaseHoldRequest {
+                envelope: "no-such-envelope".into(),
+            },
+            &a.admin_token(),
+        ))
+        .await
+        .expect_err("nothing to release");
+    assert_eq!(unknown.code(), tonic::Code::NotFound);
+    let by_party = client()
+        .await
+        .release_hold(with_token(
+            env::ReleaseHoldRequest {
+                envelope: "d-4".into(),
+            },
+            &a.party_token("alice"),
+        ))
+        .await
+        .expect_err("operator only");
+    assert!(
+        matches!(
+            by_party.code(),
+            tonic::Code::Unauthenticated | tonic::Code::PermissionDenied
+        ),
+        "{by_party:?}"
+    );
+    client()
+        .await
+        .release_hold(with_token(
+            env::ReleaseHoldRequest {
+                envelope: "d-4".into(),
+            },
+            &a.admin_token(),
+        ))
+        .await
+        .expect("release");
+    for n in [&a, &b] {
+        let e = wait_phase(n, "d-4", "ABORTED").await;
+        assert_eq!(e.abort_cause, "TIMEOUT", "{}", n.name);
+        assert!(holds(n).await.is_empty(), "{}", n.name);
+    }
+}

@@ -22,8 +22,10 @@ async fn client(node: &TestNode) -> EnvelopeServiceClient<tonic::transport::Chan
     EnvelopeServiceClient::new(node.channel().await.expect("channel"))
 }
 
-/// acme (alice, holding commitment `src` with budget 100) and globex (bob, holding `dst` with
-/// budget 50), peers of each other.
+/// acme (alice, holding commitment `src` with budget 100) and globex (bob), peers of each
+/// other; alice requests `dst` from bob with a budget of 50, so globex holds `dst` and alice is
+/// its holder (issue 27: a participant moves a budget only with its holder's consent — the
+/// envelope's author must be the commitment's obligee or accountable party).
 async fn two_orgs() -> (TestNode, TestNode) {
     let a = TestNode::builder("acme")
         .party("alice")
@@ -39,7 +41,19 @@ async fn two_orgs() -> (TestNode, TestNode) {
         .unwrap();
     accord_tests::federate(&a, &b).await.unwrap();
     budget(&a, "alice", "src", 100).await;
-    budget(&b, "bob", "dst", 50).await;
+    let mut dst = request("acme", "alice", "dst", party("globex", "bob"));
+    if let Some(Operation::Request(q)) = &mut dst.operation {
+        q.terms = Some(rec::Terms {
+            title: "dst budget".into(),
+            budget: Some(rec::Budget {
+                amount: 50,
+                unit: "EUR".into(),
+            }),
+            ..Default::default()
+        });
+    }
+    declare(&a, "alice", dst).await;
+    wait_state(&b, "dst", "requested").await;
     (a, b)
 }
 
@@ -553,4 +567,140 @@ fn the_quick_envelope_bench_prints_its_figures() {
         v["committed"], v["envelopes"],
         "every envelope COMMITTED: {line}"
     );
+}
+
+/// alice starts a `budget_transfer` with `participants` (org, kind, account, amount).
+async fn start_with(a: &TestNode, id: &str, participants: &[(&str, env::ChangeKind, &str, u64)]) {
+    let req = env::StartRequest {
+        envelope: id.into(),
+        envelope_type: "budget_transfer".into(),
+        participants: participants
+            .iter()
+            .map(|(org, kind, acct, n)| env::EnvelopeParticipant {
+                participant: org.to_string(),
+                changes: vec![change(*kind, acct, *n)],
+            })
+            .collect(),
+    };
+    client(a)
+        .await
+        .start(with_token(req, &a.party_token("alice")))
+        .await
+        .expect("start");
+}
+
+/// The reason of `node`'s own vote on envelope `id`.
+async fn vote_reason(node: &TestNode, id: &str) -> String {
+    let votes = own_records(node, id, "envelope_vote").await;
+    match votes.first().and_then(|r| match &r.operation {
+        Some(Operation::Envelope(e)) => e.step.clone(),
+        _ => None,
+    }) {
+        Some(env::envelope_record::Step::Vote(v)) => v.reason,
+        other => panic!("{}: no vote on {id}: {other:?}", node.name),
+    }
+}
+
+/// Issue 27: alice (acme) moves budget out of `g1`, a commitment internal to globex (bob's
+/// request of himself): globex stages nothing and votes NACK, and an unknown account and an
+/// amount of 10^6 on g1 get exactly the same vote and reason, so the votes say nothing about
+/// what exists at globex or its balance. Her transfer into `dst` (whose budget is hers) still
+/// commits.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_budget_moves_only_with_its_holders_consent_and_the_votes_reveal_nothing() {
+    accord_tests::ensure_fresh_bins();
+    let (a, b) = two_orgs().await;
+    budget(&b, "bob", "g1", 100).await;
+    use env::ChangeKind::{Credit, Debit};
+    for (id, account, amount) in [
+        ("c-g1", "g1", 30),
+        ("c-unknown", "no-such-commitment", 30),
+        ("c-huge", "g1", 1_000_000),
+    ] {
+        start_with(
+            &a,
+            id,
+            &[
+                ("acme", Credit, "src", amount),
+                ("globex", Debit, account, amount),
+            ],
+        )
+        .await;
+        for n in [&a, &b] {
+            let e = wait_phase(n, id, "ABORTED").await;
+            assert_eq!(e.abort_cause, "NACK", "{}: {e:?}", n.name);
+            assert_eq!(e.votes.get("globex").map(String::as_str), Some("NACK"));
+        }
+        let at_b = get(&b, id).await.unwrap();
+        assert!(
+            at_b.accounts.iter().all(|x| x.account != "g1"),
+            "{id}: globex staged on g1: {:?}",
+            at_b.accounts
+        );
+        assert_eq!(
+            vote_reason(&b, id).await,
+            "not_found: no such account or commitment here, or not one the envelope's author \
+             may change",
+            "{id}: one NACK for not known or not allowed"
+        );
+    }
+    // g1's budget at globex is untouched (GetCommitment: its terms and history).
+    let g1 = wait_state(&b, "g1", "requested").await;
+    assert_eq!(g1.history.len(), 1, "nothing but bob's request: {g1:?}");
+    // With consent the transfer commits: 30 from alice's src into alice's dst at globex.
+    start(&a, "c-ok", 30, 0).await;
+    let at_b = wait_phase(&b, "c-ok", "COMMITTED").await;
+    let at_a = wait_phase(&a, "c-ok", "COMMITTED").await;
+    assert_eq!(account(&at_a, "src").balance, 70);
+    assert_eq!(account(&at_b, "dst").balance, 80);
+}
+
+/// Issue 27: a tick declared by a party (through `Declare`, signed by the node for it) is
+/// refused `not_authorized` and aborts nothing; the operator's `SubmitTick` at the same
+/// instant does (seed 003: the timeout is checked on the scheduler's ticks).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_partys_tick_is_refused_and_only_the_operators_tick_times_out() {
+    accord_tests::ensure_fresh_bins();
+    let (a, _b) = two_orgs().await;
+    // initech is no peer of acme: it never answers, so k-1 stays PREPARING until a tick.
+    use env::ChangeKind::{Credit, Debit};
+    start_with(
+        &a,
+        "k-1",
+        &[("acme", Debit, "src", 30), ("initech", Credit, "x", 30)],
+    )
+    .await;
+    let preparing = wait_phase(&a, "k-1", "PREPARING").await;
+    let late = preparing.started_at_unix_ms + TIMEOUT_MS + 1_000;
+    let mut t = record(
+        "acme",
+        "alice",
+        "k-tick",
+        &[],
+        Operation::Tick(env::Tick {
+            tick_id: "k-tick".into(),
+            instant_time: late,
+        }),
+    );
+    t.items = vec!["k-1".into()];
+    let resp = work(&a)
+        .await
+        .declare(with_token(
+            accord_proto::pb::work::v1::DeclareRequest { record: Some(t) },
+            &a.party_token("alice"),
+        ))
+        .await
+        .expect("declare")
+        .into_inner();
+    let outcome = resp.outcome.unwrap_or_default();
+    assert!(!outcome.applied, "{outcome:?}");
+    assert_eq!(outcome.rejection_code, "not_authorized", "{outcome:?}");
+    let still = get(&a, "k-1").await.unwrap();
+    assert_eq!(
+        still.phase, "PREPARING",
+        "a party's tick aborted it: {still:?}"
+    );
+    tick(&a, "op-tick", late).await;
+    let e = wait_phase(&a, "k-1", "ABORTED").await;
+    assert_eq!(e.abort_cause, "TIMEOUT");
 }

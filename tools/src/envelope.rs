@@ -1,5 +1,6 @@
-//! `accordctl envelope show ID | list | start ...` (issue 13 item 8): commit envelopes over
-//! `accord.envelope.v1.EnvelopeService`, as a table for people or JSON (`--output json`).
+//! `accordctl envelope show ID | list | start ... | holds | release-hold ID` (issue 13 item 8;
+//! issue 27: the operator's holds): commit envelopes over `accord.envelope.v1.EnvelopeService`,
+//! as a table for people or JSON (`--output json`).
 
 use crate::creds::{Bearer, ReadArgs};
 use crate::output::{self, Output};
@@ -17,6 +18,11 @@ pub enum EnvelopeCmd {
     List(ListArgs),
     /// Start an envelope as the party whose token is given (the node coordinates it).
     Start(Box<StartArgs>),
+    /// The commitments open envelopes hold on this node (operator: admin.token).
+    Holds(ReadArgs),
+    /// End an envelope's holds on this node now (operator: admin.token); a PREPARING envelope
+    /// this node coordinates aborts on TIMEOUT.
+    ReleaseHold(ShowArgs),
 }
 
 /// Options of `envelope show`.
@@ -312,12 +318,82 @@ async fn start(a: StartArgs, out: Output) -> Result<()> {
     Ok(())
 }
 
+async fn holds(a: ReadArgs, out: Output) -> Result<()> {
+    let r = client(&a)
+        .await?
+        .list_holds(pb::ListHoldsRequest {})
+        .await
+        .map_err(|s| crate::hints::status_error(&s, "the node's admin.token"))?
+        .into_inner();
+    if out == Output::Json {
+        output::json(&json!({
+            "holds": r.holds.iter().map(|h| json!({
+                "commitment": h.commitment, "envelope": h.envelope, "phase": h.phase,
+                "role": h.role, "lapses_at_unix_ms": h.lapses_at_unix_ms,
+            })).collect::<Vec<_>>()
+        }));
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = r
+        .holds
+        .iter()
+        .map(|h| {
+            vec![
+                h.commitment.clone(),
+                h.envelope.clone(),
+                h.phase.clone(),
+                h.role.clone(),
+                match h.lapses_at_unix_ms {
+                    0 => "until its records arrive".to_string(),
+                    t => t.to_string(),
+                },
+            ]
+        })
+        .collect();
+    output::table(
+        &[
+            "COMMITMENT",
+            "ENVELOPE",
+            "PHASE",
+            "ROLE",
+            "LAPSES AT (UNIX MS)",
+        ],
+        &rows,
+    );
+    Ok(())
+}
+
+async fn release_hold(a: ShowArgs, out: Output) -> Result<()> {
+    let r = client(&a.conn)
+        .await?
+        .release_hold(pb::ReleaseHoldRequest {
+            envelope: a.id.clone(),
+        })
+        .await
+        .map_err(|s| crate::hints::status_error(&s, "the node's admin.token"))?
+        .into_inner();
+    if out == Output::Json {
+        output::json(&json!({
+            "envelope": a.id, "record_id": hex::encode(&r.record_id),
+        }));
+    } else {
+        println!(
+            "holds of envelope {} released (tick {})",
+            a.id,
+            hex::encode(&r.record_id)
+        );
+    }
+    Ok(())
+}
+
 /// Runs an `envelope` subcommand.
 pub async fn run(c: EnvelopeCmd, out: Output) -> Result<()> {
     match c {
         EnvelopeCmd::Show(a) => show(a, out).await,
         EnvelopeCmd::List(a) => list(a, out).await,
         EnvelopeCmd::Start(a) => start(*a, out).await,
+        EnvelopeCmd::Holds(a) => holds(a, out).await,
+        EnvelopeCmd::ReleaseHold(a) => release_hold(a, out).await,
     }
 }
 

@@ -30,7 +30,7 @@ impl Envelopes {
         op: &ke::EnvelopeOperation,
         access: &k::Access,
         now: i64,
-        budget: &dyn Fn(&str) -> Option<u64>,
+        budget: &dyn Fn(&str, &k::Party) -> Option<u64>,
     ) -> Result<(), k::Rejection> {
         if !access.acts_for(&record.author) {
             return no(
@@ -55,7 +55,11 @@ impl Envelopes {
                 coordinator: record.author.clone(),
                 participants: start.participants.clone(),
                 lifecycle: ke::LifecycleEvents::default(),
-                abort_after_ms: 0,
+                // This node's own declaration of the type bounds its holds (issue 27).
+                abort_after_ms: self.types.get(&start.envelope_type).map_or(
+                    super::DEFAULT_ABORT_AFTER_MS,
+                    ke::EnvelopeType::abort_after_ms,
+                ),
                 phase: Phase::Pending,
                 start: ke::StartEntry {
                     record: record.id,

@@ -35,7 +35,26 @@ pub use staged::{RecordDue, records};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The party of each organisation that writes its node's lifecycle records, votes and ticks.
+/// Only it does (issue 27): a party's own envelope record other than a start, and a party's
+/// tick, are refused `not_authorized` — ticks are the node's own or the operator's
+/// (`EnvelopeService.SubmitTick`, `AdminService.ReleaseHold`), both written by the node as it.
 pub const ENVELOPE_SERVICE: &str = "envelope-service";
+
+/// The one NACK reason for a change on an account or commitment that is not known here or that
+/// the envelope's author may not change (issue 27): both are answered alike, so a vote reveals
+/// nothing about commitments the coordinator may not read.
+pub const NACK_NOT_FOUND: &str =
+    "not_found: no such account or commitment here, or not one the envelope's author may change";
+
+/// The instant of an operator's release tick (`AdminService.ReleaseHold`): the end of time, so
+/// every timeout has elapsed — a coordinated PREPARING envelope aborts on TIMEOUT, and the
+/// holds of the envelope it names end here whatever its phase.
+pub const RELEASE_INSTANT: i64 = i64::MAX;
+
+/// A participant's timeout for an envelope whose type it does not declare itself: the seed's
+/// example (`abort_after_seconds: 30`). A following participant bounds its holds by its own
+/// declaration of the type, never by anything the coordinator sends.
+pub const DEFAULT_ABORT_AFTER_MS: i64 = 30_000;
 
 /// One line of an envelope's history at this node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,8 +95,16 @@ pub struct Envelopes {
     /// Every staged record (a [`ke::Change::Record`]) of an envelope prepared here → its
     /// envelope (kept, so the router finds a record's envelope after the envelope closed).
     staged: BTreeMap<RecordId, String>,
-    /// Commitments held by open envelopes → the envelope (`staged.rs`).
+    /// Commitments held by open envelopes → the envelope (`staged.rs`): taken when this
+    /// node's own ACK applies (after its driver validated the staged records), ended by the
+    /// envelope's end here, a NACK it cast, its timeout on this node's tick, or the operator.
     holds: BTreeMap<String, String>,
+    /// Envelopes whose holds ended here by timeout or the operator before their outcome
+    /// arrived (never held again).
+    lapsed: BTreeSet<String>,
+    /// Envelopes this node NACKed because a change was on an account it does not know or the
+    /// envelope's author may not change ([`NACK_NOT_FOUND`]).
+    declined: BTreeSet<String>,
     /// Staged records of open envelopes that are in this ledger.
     written: BTreeSet<RecordId>,
     /// Access as of the last prepare that staged records (the driver validates with it).
@@ -141,16 +168,31 @@ impl Envelopes {
         self.voted.get(id).copied()
     }
 
-    /// Applies one envelope or tick record at ledger time `now`. `budget` gives the opening
-    /// balance of an account (a commitment's budget) the first time an envelope touches it.
+    /// Applies one envelope or tick record at ledger time `now`. `budget(account, author)` is
+    /// the balance an account (a commitment's budget) opens with, if the commitment is known
+    /// here, carries a budget and the envelope's author `author` may move it
+    /// ([`ke::may_move_budget`]); `None` makes this participant decline the envelope.
     pub fn apply(
         &mut self,
         record: &k::Record,
         access: &k::Access,
         now: i64,
-        budget: &dyn Fn(&str) -> Option<u64>,
+        budget: &dyn Fn(&str, &k::Party) -> Option<u64>,
     ) -> Outcome {
         let result = match &record.op {
+            _ if !matches!(&record.op, k::Operation::Envelope(op) if matches!(op.step, ke::EnvelopeStep::Start(_)))
+                && record.author.name != ENVELOPE_SERVICE =>
+            {
+                Err(k::Rejection::new(
+                    k::RejectionCode::NotAuthorized,
+                    format!(
+                        "{} records are written only by {}/{ENVELOPE_SERVICE} (the node's driver, \
+                         or the operator's SubmitTick)",
+                        record.op.wire_name(),
+                        record.author.organisation
+                    ),
+                ))
+            }
             k::Operation::Tick(_) => self.tick(record, access, now),
             k::Operation::Envelope(op) => {
                 let coordinated = match &op.step {
@@ -181,7 +223,7 @@ impl Envelopes {
         op: &ke::EnvelopeOperation,
         access: &k::Access,
         now: i64,
-        budget: &dyn Fn(&str) -> Option<u64>,
+        budget: &dyn Fn(&str, &k::Party) -> Option<u64>,
     ) -> Result<(), k::Rejection> {
         let id = &op.envelope;
         let applied = ke::apply_envelope(self.envelopes.get(id), &self.types, record, access, now)?;
@@ -204,7 +246,7 @@ impl Envelopes {
         record: &k::Record,
         op: &ke::EnvelopeOperation,
         access: &k::Access,
-        budget: &dyn Fn(&str) -> Option<u64>,
+        budget: &dyn Fn(&str, &k::Party) -> Option<u64>,
     ) -> Result<(), k::Rejection> {
         let id = &op.envelope;
         if !env.participants.iter().any(|p| p.participant == self.org) {
@@ -214,26 +256,46 @@ impl Envelopes {
             ke::EnvelopeStep::Prepare => {
                 self.stage_records(env, access);
                 let changes = env.changes_of(&self.org).to_vec();
+                // Consent (issue 27): every budget change is on a commitment known here whose
+                // holder (or accountable party) is the envelope's author; else nothing is
+                // staged and the answer is the one NACK for "not known or not allowed".
+                let mut consented = true;
                 for c in changes.iter().filter(|c| c.is_budget()) {
                     let a = c.account();
-                    if !self.book.accounts.contains_key(a)
-                        && let Some(balance) = budget(a)
-                    {
-                        self.book.accounts.insert(
-                            a.to_string(),
-                            ke::Account {
-                                balance,
-                                ..Default::default()
-                            },
-                        );
+                    match budget(a, &env.coordinator) {
+                        Some(balance) => {
+                            self.book
+                                .accounts
+                                .entry(a.to_string())
+                                .or_insert(ke::Account {
+                                    balance,
+                                    ..Default::default()
+                                });
+                        }
+                        None => consented = false,
                     }
                 }
-                self.book.prepare(id, &changes);
+                if consented {
+                    self.book.prepare(id, &changes);
+                } else if self.book.decline(id) == ke::Vote::Nack {
+                    self.declined.insert(id.clone());
+                }
             }
             ke::EnvelopeStep::Vote {
                 participant, vote, ..
             } if *participant == self.org => {
                 self.voted.entry(id.clone()).or_insert((*vote, record.id));
+                match self.voted.get(id).map(|(v, _)| *v) {
+                    // The staged records validated (the driver votes ACK only then): hold.
+                    Some(ke::Vote::Ack) => self.take_holds(env),
+                    // A NACK this node cast ends its holds and its reservation at once.
+                    _ => {
+                        self.release(id);
+                        if self.book.staged.contains_key(id) {
+                            self.book.abort(id)?;
+                        }
+                    }
+                }
             }
             ke::EnvelopeStep::Commit => {
                 // Issue 13 item 3: never apply a commit before this node's own ACK is recorded.
@@ -266,18 +328,60 @@ impl Envelopes {
             let Some(env) = self.envelopes.get(id) else {
                 continue;
             };
-            if env.coordinator.organisation != record.author.organisation {
-                continue;
-            }
-            if mine {
+            let coordinated = env.coordinator.organisation == record.author.organisation;
+            if coordinated && mine {
                 // A tick that does not apply to one envelope (a duplicate) leaves it alone.
                 if let Ok(a) = ke::apply_tick(env, record, access, now) {
                     self.envelopes.insert(id.clone(), a.next);
                 }
             }
-            self.log(id, record, now, t.tick_id.clone());
+            // Every participant, following or coordinating, ends its holds by the envelope's
+            // timeout, on its own ticks (issue 27), and at once on the operator's release.
+            let lapses = mine && self.holding(id) && self.lapses(id, t.instant_time);
+            if lapses {
+                self.lapsed.insert(id.clone());
+                self.release(id);
+            }
+            if coordinated || lapses {
+                self.log(id, record, now, t.tick_id.clone());
+            }
         }
         Ok(())
+    }
+
+    /// Whether a tick of this node at `instant` ends the holds of `id`: the operator's release,
+    /// or the envelope's timeout (from its prepare here) passed before its outcome arrived.
+    fn lapses(&self, id: &str, instant: i64) -> bool {
+        let Some(env) = self.envelopes.get(id) else {
+            return false;
+        };
+        instant == RELEASE_INSTANT
+            || matches!(
+                env.phase,
+                Phase::Pending | Phase::Preparing | Phase::Aborting
+            ) && env
+                .preparing_since
+                .is_some_and(|s| instant.saturating_sub(s) >= env.abort_after_ms)
+    }
+
+    /// Whether `id` holds a commitment here now.
+    pub fn holding(&self, id: &str) -> bool {
+        self.holds.values().any(|e| e == id)
+    }
+
+    /// Every hold here: (commitment, envelope), in commitment order.
+    pub fn holds(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.holds.iter().map(|(c, e)| (c.as_str(), e.as_str()))
+    }
+
+    /// Whether this node's holds of `id` ended by timeout or the operator.
+    pub fn lapsed(&self, id: &str) -> bool {
+        self.lapsed.contains(id)
+    }
+
+    /// Whether this node NACKed `id` as [`NACK_NOT_FOUND`].
+    pub fn declined(&self, id: &str) -> bool {
+        self.declined.contains(id)
     }
 
     fn log(&mut self, id: &str, record: &k::Record, now: i64, event: String) {
@@ -325,8 +429,9 @@ impl Envelopes {
             published.org = self.org.clone();
             published.types = self.types.clone();
         }
-        if !self.touched.is_empty() && (!self.holds.is_empty() || !published.holds.is_empty()) {
-            // Small: only envelopes carrying records, while open (`staged.rs`).
+        if !self.touched.is_empty() && (!self.staged.is_empty() || !published.holds.is_empty()) {
+            // Small: only envelopes carrying records, while open (`staged.rs`); `written` too
+            // once a hold ended early (the records of a COMMITTED envelope are still owed).
             published.holds = self.holds.clone();
             published.written = self.written.clone();
             published.access = self.access.clone();
@@ -358,6 +463,8 @@ impl Envelopes {
             copy(&self.book.votes, &mut published.book.votes, &id);
             copy(&self.book.outcomes, &mut published.book.outcomes, &id);
             copy(&self.voted, &mut published.voted, &id);
+            copy_set(&self.lapsed, &mut published.lapsed, &id);
+            copy_set(&self.declined, &mut published.declined, &id);
         }
         let have = published.book.aborted.len();
         if let Some(tail) = self.book.aborted.get(have..) {
@@ -374,6 +481,14 @@ fn copy<V: Clone>(from: &BTreeMap<String, V>, to: &mut BTreeMap<String, V>, id: 
         None => {
             to.remove(id);
         }
+    }
+}
+
+fn copy_set(from: &BTreeSet<String>, to: &mut BTreeSet<String>, id: &str) {
+    if from.contains(id) {
+        to.insert(id.to_string());
+    } else {
+        to.remove(id);
     }
 }
 

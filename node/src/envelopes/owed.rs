@@ -70,9 +70,15 @@ pub fn owed(envs: &Envelopes, validate: Validate<'_>) -> Vec<Owed> {
             && let (Some(vote), Some(prepare)) = (envs.book().votes.get(&env.id), env.prepare)
         {
             let (vote, reason) = match vote {
+                // Not known, or not the author's to change: one answer (issue 27).
+                ke::Vote::Nack if envs.declined(&env.id) => {
+                    (ke::Vote::Nack, super::NACK_NOT_FOUND.to_string())
+                }
+                // The author may change every account: it may read them, so the reason is told.
                 ke::Vote::Nack => (
                     ke::Vote::Nack,
-                    "cannot stage: unknown account or budget not available".to_string(),
+                    "insufficient_budget: a debit exceeds what the account has available"
+                        .to_string(),
                 ),
                 ke::Vote::Ack if super::records(env).next().is_some() => match validate(env) {
                     Ok(()) => (ke::Vote::Ack, String::new()),

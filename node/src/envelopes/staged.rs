@@ -3,10 +3,13 @@
 //! order one sequence (e.g. B's party's `delegate_offer`, then C's party's
 //! `delegate_acceptance` naming it).
 //!
-//! * prepare: every participant *holds* each commitment the records are about — its own
-//!   parties' other records on it are refused `envelope_hold` ([`Envelopes::hold`], called by
-//!   the projection before the kernel) — and its driver validates the whole sequence against its
-//!   own copy of the commitments with the kernel, without applying, then votes.
+//! * prepare: every participant's driver validates the whole sequence against its own copy of
+//!   the commitments with the kernel, without applying (each record's author must have a role
+//!   on its commitment, and the coordinator must be able to read it — else the one
+//!   [`NACK_NOT_FOUND`](super::NACK_NOT_FOUND)), then votes. Only its own ACK *holds* each
+//!   commitment the records are about — its own parties' other records on it are refused
+//!   `envelope_hold` ([`Envelopes::hold`], called by the projection before the kernel). A NACK
+//!   holds nothing (issue 27).
 //! * commit: each participant writes its own records to its ledger, each once every earlier
 //!   record of the sequence is in its ledger ([`Envelopes::records_due`]); federation carries
 //!   them (the router also sends a staged record to every participant of its envelope).
@@ -14,7 +17,11 @@
 //!
 //! The hold lasts while the envelope is open here and, once COMMITTED, until every record of the
 //! sequence is in this ledger — so between a participant's ACK and the records' arrival no
-//! record of its organisation's parties changes the commitment under the envelope.
+//! record of its organisation's parties changes the commitment under the envelope — but never
+//! past the envelope's timeout while its outcome has not arrived (checked on this node's own
+//! ticks: a silent coordinator holds nothing for long), and an operator may end it
+//! (`AdminService.ReleaseHold`). The records of a COMMITTED envelope are still written after
+//! the hold ended; the kernel decides them then.
 
 use super::Envelopes;
 use accord_kernel as k;
@@ -52,25 +59,35 @@ pub struct RecordDue {
 }
 
 impl Envelopes {
-    /// prepare: hold every commitment `env`'s records are about and index its records.
+    /// prepare: index `env`'s records (the driver validates them before this node votes).
     pub(super) fn stage_records(&mut self, env: &ke::Envelope, access: &k::Access) {
-        let staged: Vec<(String, RecordId)> = records(env)
-            .map(|(_, c, id, _)| (c.to_string(), *id))
-            .collect();
+        let staged: Vec<RecordId> = records(env).map(|(_, _, id, _)| *id).collect();
         if staged.is_empty() {
             return;
         }
-        for (commitment, id) in staged {
+        for id in staged {
             self.staged.insert(id, env.id.clone());
-            self.holds.insert(commitment, env.id.clone());
         }
         self.access = Some(access.clone());
     }
 
-    /// Whether `env` is COMMITTED here but some record of its sequence is not in this ledger.
+    /// This node's own ACK applied (its driver validated the records first): hold every
+    /// commitment `env`'s records are about, unless its holds here already ended.
+    pub(super) fn take_holds(&mut self, env: &ke::Envelope) {
+        if self.lapsed.contains(&env.id) || env.phase.is_terminal() {
+            return;
+        }
+        let held: Vec<String> = records(env).map(|(_, c, _, _)| c.to_string()).collect();
+        for commitment in held {
+            self.holds.insert(commitment, env.id.clone());
+        }
+    }
+
+    /// Whether `env` is COMMITTED here (after this node's ACK) but some record of its sequence
+    /// is not in this ledger.
     pub(super) fn awaiting_records(&self, env: &ke::Envelope) -> bool {
         env.phase == Phase::Committed
-            && self.holds.values().any(|e| *e == env.id)
+            && self.voted.get(&env.id).map(|(v, _)| *v) == Some(ke::Vote::Ack)
             && records(env).any(|(_, _, id, _)| !self.written.contains(id))
     }
 
@@ -113,7 +130,7 @@ impl Envelopes {
         let Some(env) = self.staged.get(id).cloned() else {
             return;
         };
-        if self.holds.values().any(|e| *e == env) && self.written.insert(*id) {
+        if self.open.contains(&env) && self.written.insert(*id) {
             self.touched.insert(env.clone());
             self.reopen(&env);
         }
@@ -193,7 +210,7 @@ mod tests {
     fn prepare_holds_the_commitment_and_the_abort_releases_it() {
         let mut envs = Envelopes::new(B, types::all_defaults());
         let acc = access_b();
-        let none = |_: &str| None;
+        let none = |_: &str, _: &k::Party| None;
         let offer = [9u8; 32];
         let start = ke::EnvelopeStart {
             envelope_type: "obligation_delegate".into(),
@@ -223,7 +240,26 @@ mod tests {
         );
         p.basis = vec![[1; 32]];
         assert!(envs.apply(&p, &acc, 11, &none).applied);
-        let held = envs.hold(&bob, &acc).expect("held after prepare");
+        assert!(
+            envs.hold(&bob, &acc).is_none(),
+            "not held before this node's ACK (the driver validates first)"
+        );
+        let mut ack = rec(
+            4,
+            (B, crate::envelopes::ENVELOPE_SERVICE),
+            "d",
+            env_op(
+                ke::EnvelopeStep::Vote {
+                    participant: B.into(),
+                    vote: ke::Vote::Ack,
+                    reason: String::new(),
+                },
+                "",
+            ),
+        );
+        ack.basis = vec![[2; 32]];
+        assert!(envs.apply(&ack, &acc, 11, &none).applied);
+        let held = envs.hold(&bob, &acc).expect("held after its ACK");
         assert_eq!(held.code, k::RejectionCode::EnvelopeHold);
         let mut staged = bob.clone();
         staged.id = offer;
@@ -269,7 +305,7 @@ mod tests {
     fn commit_writes_the_records_in_order_and_then_releases() {
         let mut envs = Envelopes::new(B, types::all_defaults());
         let acc = access_b();
-        let none = |_: &str| None;
+        let none = |_: &str, _: &k::Party| None;
         let (offer, acceptance) = ([8u8; 32], [9u8; 32]);
         let change = |id, bytes: u8| ke::Change::Record {
             commitment: "job".into(),
@@ -333,5 +369,123 @@ mod tests {
             "released once every record is here"
         );
         assert_eq!(envs.open().count(), 0);
+    }
+
+    fn delegate_start(id: u8) -> k::Record {
+        let start = ke::EnvelopeStart {
+            envelope_type: "obligation_delegate".into(),
+            participants: vec![ke::ParticipantChanges {
+                participant: B.into(),
+                changes: vec![ke::Change::Record {
+                    commitment: "job".into(),
+                    record: [9u8; 32],
+                    signed: vec![1, 2, 3],
+                }],
+            }],
+        };
+        rec(
+            id,
+            (A, "alice"),
+            "d",
+            env_op(ke::EnvelopeStep::Start(start), ""),
+        )
+    }
+
+    fn vote(id: u8, basis: u8, v: ke::Vote) -> k::Record {
+        let mut r = rec(
+            id,
+            (B, crate::envelopes::ENVELOPE_SERVICE),
+            "d",
+            env_op(
+                ke::EnvelopeStep::Vote {
+                    participant: B.into(),
+                    vote: v,
+                    reason: String::new(),
+                },
+                "",
+            ),
+        );
+        r.basis = vec![[basis; 32]];
+        r
+    }
+
+    fn tick(id: u8, author: (&str, &str), instant_time: i64) -> k::Record {
+        let mut r = rec(
+            id,
+            author,
+            "t",
+            k::Operation::Tick(ke::Tick {
+                tick_id: format!("t{id}"),
+                instant_time,
+            }),
+        );
+        r.items = vec!["d".into()];
+        r
+    }
+
+    /// Issue 27: a NACK this node casts holds nothing; an ACKed hold of an envelope whose
+    /// coordinator goes silent ends on this node's own tick once the timeout (its own
+    /// declaration of the type: 30 s) has passed — not on an earlier tick, not on a party's or
+    /// a peer's tick — and a later ACK does not take it again.
+    #[test]
+    fn a_following_participants_hold_ends_on_its_own_tick_after_the_timeout() {
+        let acc = access_b();
+        let none = |_: &str, _: &k::Party| None;
+        let bob = rec(50, (B, "bob"), "job", k::Operation::Promise);
+        let prepare = || {
+            let mut p = rec(
+                2,
+                (A, crate::envelopes::ENVELOPE_SERVICE),
+                "d",
+                env_op(ke::EnvelopeStep::Prepare, "P"),
+            );
+            p.basis = vec![[1; 32]];
+            p
+        };
+        // NACK: nothing held.
+        let mut envs = Envelopes::new(B, types::all_defaults());
+        assert!(envs.apply(&delegate_start(1), &acc, 10, &none).applied);
+        assert!(envs.apply(&prepare(), &acc, 1_000, &none).applied);
+        assert!(
+            envs.apply(&vote(3, 2, ke::Vote::Nack), &acc, 1_001, &none)
+                .applied
+        );
+        assert!(envs.hold(&bob, &acc).is_none(), "a NACK holds nothing");
+        assert_eq!(envs.holds().count(), 0);
+        // ACK, then the coordinator is silent.
+        let mut envs = Envelopes::new(B, types::all_defaults());
+        assert!(envs.apply(&delegate_start(1), &acc, 10, &none).applied);
+        assert!(envs.apply(&prepare(), &acc, 1_000, &none).applied);
+        assert!(
+            envs.apply(&vote(3, 2, ke::Vote::Ack), &acc, 1_001, &none)
+                .applied
+        );
+        assert!(envs.hold(&bob, &acc).is_some(), "held after its ACK");
+        // A party's tick is refused; a peer's tick does not end this node's hold.
+        let by_bob = envs.apply(&tick(4, (B, "bob"), 1_000 + 31_000), &acc, 1_002, &none);
+        assert_eq!(by_bob.rejection_code, "not_authorized", "{by_bob:?}");
+        let svc_a = (A, crate::envelopes::ENVELOPE_SERVICE);
+        assert!(
+            envs.apply(&tick(5, svc_a, 1_000 + 31_000), &acc, 1_003, &none)
+                .applied
+        );
+        assert!(
+            envs.hold(&bob, &acc).is_some(),
+            "a peer's tick ends nothing here"
+        );
+        // Its own tick before the timeout: still held; at the timeout: ended.
+        let svc_b = (B, crate::envelopes::ENVELOPE_SERVICE);
+        assert!(
+            envs.apply(&tick(6, svc_b, 1_000 + 29_999), &acc, 1_004, &none)
+                .applied
+        );
+        assert!(envs.hold(&bob, &acc).is_some(), "1 ms before the timeout");
+        assert!(
+            envs.apply(&tick(7, svc_b, 1_000 + 30_000), &acc, 1_005, &none)
+                .applied
+        );
+        assert!(envs.hold(&bob, &acc).is_none(), "ended at the timeout");
+        assert!(envs.lapsed("d"));
+        assert_eq!(envs.get("d").map(|e| e.phase), Some(Phase::Preparing));
     }
 }

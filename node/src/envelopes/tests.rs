@@ -25,8 +25,8 @@ fn access_b() -> k::Access {
         .with_organisation(A)
 }
 
-fn budget(org: &str) -> impl Fn(&str) -> Option<u64> + '_ {
-    move |a| match (org, a) {
+fn budget(org: &str) -> impl Fn(&str, &k::Party) -> Option<u64> + '_ {
+    move |a, _| match (org, a) {
         (A, "src") => Some(100),
         (B, "dst") => Some(50),
         _ => None,
@@ -99,7 +99,7 @@ impl Node {
             .get(a)
             .cloned()
             .unwrap_or(ke::Account {
-                balance: budget(self.org)(a).unwrap_or_default(),
+                balance: budget(self.org)(a, &party(A, "alice")).unwrap_or_default(),
                 ..Default::default()
             })
     }

@@ -27,7 +27,22 @@ pub fn destinations(
             }
             vec![e.envelope.as_str()]
         }
-        Some(Operation::Tick(_)) => r.items.iter().map(String::as_str).collect(),
+        Some(Operation::Tick(_)) => {
+            // Only the envelopes the tick's organisation coordinates: a following participant's
+            // own ticks (which end its holds, issue 27) concern nobody else.
+            let org = r.author.as_ref().map(|a| a.organisation.as_str());
+            if let Ok(p) = projection.read() {
+                for id in &r.items {
+                    if let Some(env) = p.envelopes.get(id)
+                        && Some(env.coordinator.organisation.as_str()) == org
+                    {
+                        out.insert(env.coordinator.organisation.clone());
+                        out.extend(env.participants.iter().map(|x| x.participant.clone()));
+                    }
+                }
+            }
+            return out;
+        }
         _ => {
             if let (Ok(p), Ok(id)) = (projection.read(), <[u8; 32]>::try_from(record_id))
                 && let Some(env) = p.envelopes.staged_envelope(&id)

@@ -116,9 +116,12 @@ pub fn load_envelopes(
             continue;
         }
         let budgets: BTreeMap<String, Option<u64>> = entry.budgets.into_iter().collect();
-        let outcome = envelopes.apply(&record, access, le.recorded_at_unix_ms, &|a: &str| {
-            budgets.get(a).copied().flatten()
-        });
+        let outcome = envelopes.apply(
+            &record,
+            access,
+            le.recorded_at_unix_ms,
+            &|a: &str, _: &k::Party| budgets.get(a).copied().flatten(),
+        );
         if Some(&outcome) != le.outcome.as_ref() {
             tracing::error!(
                 seq,

@@ -455,7 +455,9 @@ impl Working {
         let failed = std::cell::RefCell::new(None);
         let (overlay, db) = (&self.overlay, &self.db);
         let inflight = &self.inflight;
-        let budget = |a: &str| {
+        // The account's balance, only if its commitment is known here and the envelope's
+        // author consented as its holder or accountable party (issue 27).
+        let budget = |a: &str, author: &k::Party| {
             let s = match overlay.get(a).or_else(|| inflight.get(a)) {
                 Some(s) => Some(s.clone()),
                 None => db
@@ -463,7 +465,9 @@ impl Working {
                     .and_then(|d| d.stored(a).map_err(|e| *failed.borrow_mut() = Some(e)).ok())
                     .flatten(),
             };
-            let v = s.and_then(|s| s.commitment.terms.budget.as_ref().map(|b| b.amount));
+            let v = s
+                .filter(|s| k::envelope::may_move_budget(&s.commitment, author))
+                .and_then(|s| s.commitment.terms.budget.as_ref().map(|b| b.amount));
             seen.borrow_mut().budgets.push((a.to_string(), v));
             v
         };

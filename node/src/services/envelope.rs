@@ -283,4 +283,54 @@ impl EnvelopeService for EnvelopeApi {
             None => pb::SubmitTickResponse::default(),
         }))
     }
+
+    #[tracing::instrument(skip_all)]
+    async fn list_holds(
+        &self,
+        req: Request<pb::ListHoldsRequest>,
+    ) -> Result<Response<pb::ListHoldsResponse>, Status> {
+        self.node.tokens.admin(&req)?;
+        let p = self.node.projection.read().map_err(|_| poisoned())?;
+        let envs = &p.envelopes;
+        let holds = envs
+            .holds()
+            .map(|(commitment, id)| {
+                let env = envs.get(id);
+                pb::Hold {
+                    commitment: commitment.to_string(),
+                    envelope: id.to_string(),
+                    phase: env
+                        .map(|e| e.phase.wire_name().to_string())
+                        .unwrap_or_default(),
+                    role: env.map(|e| role(envs, e)).unwrap_or_default(),
+                    lapses_at_unix_ms: env
+                        .filter(|e| !e.phase.is_terminal())
+                        .and_then(|e| e.preparing_since)
+                        .zip(env.map(|e| e.abort_after_ms))
+                        .map_or(0, |(s, t)| s.saturating_add(t)),
+                }
+            })
+            .collect();
+        Ok(Response::new(pb::ListHoldsResponse { holds }))
+    }
+
+    #[tracing::instrument(skip_all, fields(envelope = %req.get_ref().envelope.chars().take(64).collect::<String>()))]
+    async fn release_hold(
+        &self,
+        req: Request<pb::ReleaseHoldRequest>,
+    ) -> Result<Response<pb::ReleaseHoldResponse>, Status> {
+        self.node.tokens.admin(&req)?;
+        let id = req.into_inner().envelope;
+        crate::ident::id(&id).map_err(|e| Error::invalid("envelope", e))?;
+        match crate::envelope_driver::release(&self.node.envelope_driver(), &id).await? {
+            Some((rid, _)) => Ok(Response::new(pb::ReleaseHoldResponse {
+                record_id: rid.to_vec().into(),
+            })),
+            None => Err(Error::NotFound(format!(
+                "no hold of envelope {} here",
+                crate::ident::quote(&id)
+            ))
+            .into()),
+        }
+    }
 }

@@ -37,7 +37,7 @@ pub use decl::{
     EnvelopeType, EventDecl, LifecycleEvents, ParticipantDecl, Severity, StageRule, Timeout,
 };
 pub use machine::{apply_envelope, apply_tick, own_ack};
-pub use participant::{Account, Book, reverse_list, subtract_capped};
+pub use participant::{Account, Book, may_move_budget, reverse_list, subtract_capped};
 pub use record::{
     AbortCause, Change, EnvelopeOperation, EnvelopeStart, EnvelopeStep, ParticipantChanges, Tick,
     Vote,

@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::record::{Change, Vote};
 use super::table::Phase;
+use crate::commitment::Commitment;
+use crate::record::Party;
 use crate::rejection::{Rejection, RejectionCode as C, reject};
 
 /// A balance subtraction as the seed asks of abort cleanup: `cap: { min: 0 }`.
@@ -34,6 +36,15 @@ pub fn reverse_list(list: &[String], values: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// Whether `author` consents, by the envelope it started, to moving the budget of commitment
+/// `c` (issue 27): the account holder — the obligee, whose request set the budget — or the
+/// accountable party, the role seed 000 names for a budget ("Budget exhausted: Accountable
+/// party"). A participant stages a budget change only on such a commitment; any other (and an
+/// unknown one) is declined alike, so the vote says nothing about what exists.
+pub fn may_move_budget(c: &Commitment, author: &Party) -> bool {
+    c.obligee == *author || c.accountable.as_ref() == Some(author)
 }
 
 /// One budget account at a participant.
@@ -116,6 +127,15 @@ impl Book {
         }
         self.staged.insert(envelope.to_string(), changes.to_vec());
         self.answer(envelope, Vote::Ack)
+    }
+
+    /// Declines `envelope` without staging anything (the node found a change it may not
+    /// stage): NACK, unless the envelope was answered already (the first answer stands).
+    pub fn decline(&mut self, envelope: &str) -> Vote {
+        if let Some(v) = self.votes.get(envelope) {
+            return *v;
+        }
+        self.answer(envelope, Vote::Nack)
     }
 
     fn answer(&mut self, envelope: &str, v: Vote) -> Vote {
