@@ -25,7 +25,7 @@ pub enum WorkCmd {
     /// <operation> --help`. Exit 0 applied, 2 a flag refused (nothing sent), 3 rejected by the
     /// kernel.
     #[command(subcommand)]
-    Declare(crate::declare::DeclareOp),
+    Declare(Box<crate::declare::DeclareOp>),
 }
 
 /// Options of `work show`.
@@ -163,7 +163,7 @@ pub async fn run(cmd: WorkCmd, out: Output) -> Result<()> {
         WorkCmd::Show(a) => show(a, out).await,
         WorkCmd::List(a) => list(a, out).await,
         WorkCmd::Watch(a) => watch(a, out).await,
-        WorkCmd::Declare(op) => crate::declare::run(op, out).await,
+        WorkCmd::Declare(op) => crate::declare::run(*op, out).await,
     }
 }
 
