@@ -497,6 +497,14 @@ pub struct LimitsConfig {
     /// answered RESOURCE_EXHAUSTED. Default 256.
     #[serde(default = "default_list_streams")]
     pub list_streams: usize,
+    /// Most of those streams one party holds at once (issue 27, item 3). Default
+    /// `list_streams / 8`, at least 1.
+    #[serde(default)]
+    pub streams_per_party: Option<usize>,
+    /// Streams only the operator may open: the parties together hold at most `list_streams`
+    /// less this many. Default `list_streams / 16`.
+    #[serde(default)]
+    pub operator_stream_reserve: Option<usize>,
     /// Most records in one `SubmitBatch` call; a larger batch is refused whole
     /// (`invalid_argument`, field `records`). Default 1024.
     #[serde(default = "default_max_batch_records")]
@@ -505,6 +513,19 @@ pub struct LimitsConfig {
 
 fn default_list_streams() -> usize {
     256
+}
+
+impl LimitsConfig {
+    /// The stream bounds with their defaults resolved: (every stream, one party's, the
+    /// operator's reserve).
+    pub fn streams(&self) -> (usize, usize, usize) {
+        let total = self.list_streams;
+        (
+            total,
+            self.streams_per_party.unwrap_or((total / 8).max(1)),
+            self.operator_stream_reserve.unwrap_or(total / 16),
+        )
+    }
 }
 
 fn default_max_batch_records() -> usize {
@@ -563,6 +584,8 @@ impl Default for LimitsConfig {
             refusals_prune_interval_ms: default_refusals_prune_interval_ms(),
             refusals_burst: default_refusals_burst(),
             list_streams: default_list_streams(),
+            streams_per_party: None,
+            operator_stream_reserve: None,
             max_batch_records: default_max_batch_records(),
             refusals_per_minute: default_refusals_per_minute(),
         }
@@ -744,6 +767,26 @@ impl Config {
         }
         if self.limits.list_streams == 0 {
             return Err(err("limits.list_streams", "must be > 0"));
+        }
+        let l = &self.limits;
+        if l.streams_per_party
+            .is_some_and(|n| n == 0 || n > l.list_streams)
+        {
+            return Err(err(
+                "limits.streams_per_party",
+                format!(
+                    "must be between 1 and limits.list_streams ({})",
+                    l.list_streams
+                ),
+            ));
+        }
+        if l.operator_stream_reserve
+            .is_some_and(|n| n >= l.list_streams)
+        {
+            return Err(err(
+                "limits.operator_stream_reserve",
+                format!("must be below limits.list_streams ({})", l.list_streams),
+            ));
         }
         for (field, list) in [
             (

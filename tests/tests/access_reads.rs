@@ -625,6 +625,67 @@ async fn many_unread_list_streams_keep_memory_bounded() {
     drop(held);
 }
 
+/// Issue 27, item 3: a party cannot take everyone's streams, and the operator keeps a reserve
+/// (README, "Limits": `streams_per_party`, `operator_stream_reserve`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_party_cannot_take_every_stream_and_the_operator_keeps_a_reserve() {
+    let node = TestNode::builder("acme")
+        .party("alice")
+        .party("bob")
+        .config(|t, _| {
+            t.push_str(
+                "\n[limits]\nlist_streams = 4\nstreams_per_party = 2\noperator_stream_reserve = 1\n",
+            )
+        })
+        .start()
+        .await
+        .unwrap();
+    let watch = |c: WorkClient| async move {
+        let mut c = c;
+        c.watch_attention(work::WatchAttentionRequest::default())
+            .await
+            .map(tonic::Response::into_inner)
+    };
+    let refused = |e: tonic::Status, bound: &str| {
+        assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+        assert_eq!(reason(&e), "resource_exhausted");
+        assert!(e.message().contains(bound), "{bound}: {e:?}");
+    };
+    let alice = node.work_party("alice").await.unwrap();
+    let bob = node.work_party("bob").await.unwrap();
+    let operator = node.work().await.unwrap();
+
+    let mut alices = vec![
+        watch(alice.clone()).await.unwrap(),
+        watch(alice.clone()).await.unwrap(),
+    ];
+    refused(
+        watch(alice.clone()).await.unwrap_err(),
+        "limits.streams_per_party",
+    );
+    let _bobs = watch(bob.clone()).await.unwrap();
+    // Three party streams of four: the last is the operator's.
+    refused(
+        watch(bob.clone()).await.unwrap_err(),
+        "limits.operator_stream_reserve",
+    );
+    let mut theirs = operator.clone();
+    let _operators = theirs
+        .watch_commitments(work::ListCommitmentsRequest::default())
+        .await
+        .unwrap();
+    refused(watch(bob.clone()).await.unwrap_err(), "limits.list_streams");
+    // A party's stream that ends gives its share back, to that party or another.
+    drop(alices.pop());
+    let again = eventually(WAIT, || {
+        let b = bob.clone();
+        async move { watch(b).await.ok() }
+    })
+    .await
+    .expect("bob takes the share alice gave back");
+    drop(again);
+}
+
 #[test]
 fn the_config_validates_certificate_mappings_and_the_stream_cap() {
     let tmp = tempfile::tempdir().unwrap();
@@ -658,6 +719,18 @@ fn the_config_validates_certificate_mappings_and_the_stream_cap() {
         (
             format!("{good}\n[limits]\nlist_streams = 0\n"),
             "limits.list_streams",
+        ),
+        (
+            format!("{good}\n[limits]\nlist_streams = 8\nstreams_per_party = 9\n"),
+            "limits.streams_per_party",
+        ),
+        (
+            format!("{good}\n[limits]\nstreams_per_party = 0\n"),
+            "limits.streams_per_party",
+        ),
+        (
+            format!("{good}\n[limits]\nlist_streams = 8\noperator_stream_reserve = 8\n"),
+            "limits.operator_stream_reserve",
         ),
         (
             // One certificate for two identities is ambiguous.

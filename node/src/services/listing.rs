@@ -1,8 +1,8 @@
 //! The `ListRecords` stream, pull-based (issue 8, "Bounded resources"): a chunk is read from
 //! RocksDB only when the client has taken the previous one — tonic polls the stream only when
 //! HTTP/2 flow control lets it send — so an unread stream holds at most one small chunk, and no
-//! task reads ahead. Each stream holds a permit of the node-wide `limits.list_streams`
-//! semaphore until it ends or the client goes away. Chunk reads run on blocking threads, at most
+//! task reads ahead. Each stream holds a share of the stream quotas
+//! ([`super::quota`]) until it ends or the client goes away. Chunk reads run on blocking threads, at most
 //! [`readers`] at once node-wide: two thousand streams opened together would otherwise start
 //! hundreds of blocking threads, each costing the node most of a megabyte of resident memory
 //! (its stack, an allocator arena, RocksDB's thread-local state) until it idles out.
@@ -15,7 +15,6 @@ use accord_proto::pb::work::v1::LedgerEntry;
 use prost::Message;
 use std::collections::VecDeque;
 use std::sync::Arc;
-use tokio::sync::OwnedSemaphorePermit;
 use tonic::Status;
 
 /// Most entries one chunk holds.
@@ -52,8 +51,9 @@ pub struct Listing {
     pub handed_out: bool,
     /// The node-wide permits for chunk reads (see [`readers`]).
     pub readers: Arc<tokio::sync::Semaphore>,
-    /// The stream's share of `limits.list_streams`, released when the stream is dropped.
-    pub _permit: OwnedSemaphorePermit,
+    /// The stream's share of the stream quotas ([`super::quota`]), given back when the stream
+    /// is dropped.
+    pub _permit: super::quota::Share,
 }
 
 /// Reads the visible entries of `[from, end)`, stopping at [`CHUNK_ENTRIES`], [`CHUNK_BYTES`]

@@ -8,6 +8,7 @@ pub mod envelope;
 pub mod federation;
 pub mod listing;
 pub mod log;
+pub mod quota;
 pub mod run;
 pub mod run_receipt;
 pub mod submit;

@@ -19,8 +19,9 @@ use tonic::{Request, Response, Status};
 pub struct WorkApi {
     node: Arc<Node>,
     rules: Arc<Visibility>,
-    /// Open `ListRecords` streams, node-wide (`limits.list_streams`); each holds a permit.
-    streams: Arc<Semaphore>,
+    /// Open streams, node-wide and per caller (`limits.list_streams`, `streams_per_party`,
+    /// `operator_stream_reserve`); each holds a share.
+    streams: Arc<super::quota::Quota>,
     /// Chunk reads of open `ListRecords` streams running at once (see [`super::listing`]).
     readers: Arc<Semaphore>,
     /// Cancelled when the node shuts down: the open watch streams end (graceful shutdown waits
@@ -36,7 +37,12 @@ pub fn server_until(
     shutdown: tokio_util::sync::CancellationToken,
 ) -> WorkServiceServer<WorkApi> {
     let rules = Arc::new(Visibility::new(&node.config));
-    let streams = Arc::new(Semaphore::new(node.config.limits.list_streams));
+    let (total, per_party, reserve) = node.config.limits.streams();
+    let streams = super::quota::Quota::new(super::quota::Limits {
+        total,
+        per_party,
+        reserve,
+    });
     // Up to two full batches per verification: large enough to amortise, small enough that a
     // verifier thread answers within a millisecond or so.
     let verifier = super::submit::BatchVerifier::per_core(2 * node.config.limits.max_batch_records)
@@ -71,14 +77,10 @@ impl WorkApi {
         Ok(caller)
     }
 
-    /// A permit for one more open stream (`limits.list_streams`, shared by every stream call).
-    fn stream_permit(&self, call: &str) -> Result<tokio::sync::OwnedSemaphorePermit, Error> {
-        self.streams.clone().try_acquire_owned().map_err(|_| {
-            Error::ResourceExhausted(format!(
-                "{} streams are open (limits.list_streams); {call} refused, retry later",
-                self.node.config.limits.list_streams
-            ))
-        })
+    /// A share for one more open stream of `caller`'s (`limits.list_streams`,
+    /// `streams_per_party`, `operator_stream_reserve`, shared by every stream call).
+    fn stream_permit(&self, caller: &Caller, call: &str) -> Result<super::quota::Share, Error> {
+        self.streams.take(caller, call)
     }
 }
 
@@ -172,7 +174,7 @@ impl WorkService for WorkApi {
         req: Request<pb::ListRecordsRequest>,
     ) -> Result<Response<Self::ListRecordsStream>, Status> {
         let caller = self.caller(&req)?;
-        let permit = self.stream_permit("ListRecords")?;
+        let permit = self.stream_permit(&caller, "ListRecords")?;
         let pb::ListRecordsRequest {
             from_sequence,
             limit,
@@ -241,7 +243,7 @@ impl WorkService for WorkApi {
     ) -> Result<Response<Self::WatchCommitmentsStream>, Status> {
         let caller = self.caller(&req)?;
         let filter = super::commitments::Filter::parse(&self.node, &caller, req.get_ref())?;
-        let permit = self.stream_permit("WatchCommitments")?;
+        let permit = self.stream_permit(&caller, "WatchCommitments")?;
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let (node, rules) = (self.node.clone(), self.rules.clone());
         let shutdown = self.shutdown.clone();
@@ -280,7 +282,7 @@ impl WorkService for WorkApi {
         let caller = self.caller(&req)?;
         let req = req.into_inner();
         let who = super::attention::whose(&self.node, &caller, &req.party)?;
-        let permit = self.stream_permit("WatchAttention")?;
+        let permit = self.stream_permit(&caller, "WatchAttention")?;
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let node = self.node.clone();
         let shutdown = self.shutdown.clone();
@@ -487,7 +489,11 @@ mod received_tests {
         let api = WorkApi {
             node: node.clone(),
             rules: Arc::new(Visibility::new(&node.config)),
-            streams: Arc::new(Semaphore::new(1)),
+            streams: super::super::quota::Quota::new(super::super::quota::Limits {
+                total: 1,
+                per_party: 1,
+                reserve: 0,
+            }),
             readers: Arc::new(Semaphore::new(1)),
             shutdown: Default::default(),
             verifier: Arc::new(super::super::submit::BatchVerifier::per_core(16).unwrap()),
