@@ -187,6 +187,30 @@ async fn round_trips(
     Ok((commit, one_way))
 }
 
+/// Waits until `node` holds commitment `c` (federation delivered it).
+async fn arrived(node: &InProcNode, c: &str) -> Result<()> {
+    use accord_proto::pb::work::v1::{
+        GetCommitmentRequest, work_service_client::WorkServiceClient,
+    };
+    let mut w = WorkServiceClient::new(node.channel().await?);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let req = admin_request(
+            node,
+            GetCommitmentRequest {
+                commitment_id: c.to_string(),
+            },
+        )?;
+        if w.get_commitment(req).await.is_ok() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(anyhow!("{c} never reached {}", node.name));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 async fn open_count(c: &mut EnvelopeServiceClient<Channel>, node: &InProcNode) -> Result<usize> {
     Ok(c.list(admin_request(node, pb::ListRequest::default())?)
         .await?
@@ -212,7 +236,10 @@ pub async fn run(mut a: EnvelopeArgs, mut out: crate::output::Output) -> Result<
     let tmp = tempfile::tempdir()?;
     let (na, nb) = crate::inproc::start_pair(tmp.path(), placement, "").await?;
     budget(&na, "alice", "bench-src").await?;
-    budget(&nb, "bob", "bench-dst").await?;
+    // alice holds both budgets (issue 27: a participant moves a budget only with its holder's
+    // consent): she requests bench-dst from bob, and globex holds it once it arrives.
+    request(&na, "alice", "bench-dst", ("globex", "bob")).await?;
+    arrived(&nb, "bench-dst").await?;
     let alice = token(&na, "alice")?;
     let mut ca = EnvelopeServiceClient::new(na.channel().await?);
     let mut cb = EnvelopeServiceClient::new(nb.channel().await?);
