@@ -744,6 +744,21 @@ impl Config {
         let mut seen = std::collections::HashSet::new();
         for (i, p) in self.parties.iter().enumerate() {
             check_name(&format!("parties[{i}].name"), &p.name)?;
+            // The node's own parties: the Work service, the envelope service and the operator
+            // write records no configured party may write (issue 27: ticks and votes are the
+            // node's own), so a party may not take their names.
+            if [
+                crate::projection::WORK_SERVICE,
+                crate::envelopes::ENVELOPE_SERVICE,
+                crate::federation::OPERATOR_PARTY,
+            ]
+            .contains(&p.name.as_str())
+            {
+                return Err(err(
+                    format!("parties[{i}].name"),
+                    format!("{:?} is reserved for the node's own records", p.name),
+                ));
+            }
             if !seen.insert(&p.name) {
                 return Err(err(
                     format!("parties[{i}].name"),

@@ -517,3 +517,26 @@ fn clock_skew_ms_defaults_to_two_seconds_and_is_bounded() {
         }
     }
 }
+
+#[test]
+fn the_nodes_own_party_names_are_reserved() {
+    let tmp = tempfile::tempdir().unwrap();
+    let init = crate::init::init(&crate::init::InitOptions {
+        dir: tmp.path().join("acme"),
+        name: "acme".into(),
+        parties: vec!["alice".into()],
+        listen: "127.0.0.1:0".into(),
+    })
+    .unwrap();
+    let good = crate::config::Config::load(&init.config).unwrap();
+    good.validate().unwrap();
+    for name in ["work-service", "envelope-service", "operator"] {
+        let mut config = good.clone();
+        config.parties[0].name = name.into();
+        let e = config.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("parties[0].name") && e.contains("reserved"),
+            "{name}: {e}"
+        );
+    }
+}
