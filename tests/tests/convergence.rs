@@ -504,11 +504,15 @@ async fn a_gate_closed_as_obsolete_by_the_home_against_carols_late_reject() {
     assert_time_records_by(&nodes, c, HOME).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_gate_answered_1_ms_before_its_deadline_reaches_the_home_after_it() {
-    let c = "time-gate-deadline";
-    let (a, b, t) = two().await;
-    let deadline = t + 1_000;
+/// alice requests `c` of bob, bob promises, and alice opens a gate with bob its one participant
+/// (rule all) closing at `deadline`; returns the gate and the terms version bob answers against,
+/// once both nodes show the gate waiting.
+async fn promised_with_a_gate_for_bob(
+    a: &Org,
+    b: &Org,
+    c: &str,
+    deadline: i64,
+) -> ([u8; 32], Vec<u8>) {
     a.act_ok(asked(c, |_| {})).await;
     all_in(&[&a.node, &b.node], c, "requested").await;
     b.act_ok(bob(c, &[], promise())).await;
@@ -531,6 +535,15 @@ async fn a_gate_answered_1_ms_before_its_deadline_reaches_the_home_after_it() {
             .version
             .to_vec();
     }
+    (g, version)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_gate_answered_1_ms_before_its_deadline_reaches_the_home_after_it() {
+    let c = "time-gate-deadline";
+    let (a, b, t) = two().await;
+    let deadline = t + 1_000;
+    let (g, version) = promised_with_a_gate_for_bob(&a, &b, c, deadline).await;
 
     partition(&a.node, &b.node).await;
     b.clock.set(deadline - 1);
@@ -563,28 +576,7 @@ async fn gate_answer_held_past_the_skew_tolerance(skew: Option<u64>) -> String {
     let b = o.pop().unwrap();
     let a = o.pop().unwrap();
     let deadline = t + 1_000;
-    a.act_ok(asked(c, |_| {})).await;
-    all_in(&[&a.node, &b.node], c, "requested").await;
-    b.act_ok(bob(c, &[], promise())).await;
-    all_in(&[&a.node, &b.node], c, "promised").await;
-    let g = a
-        .act_ok(alice(
-            c,
-            &[],
-            gate(
-                vec![party("globex", "bob")],
-                rec::AggregationRule::All,
-                deadline,
-            ),
-        ))
-        .await;
-    let mut version = Vec::new();
-    for n in [&a.node, &b.node] {
-        version = wait_view(n, c, "the gate waits", |v| gate_status(v, &g) == "waiting")
-            .await
-            .version
-            .to_vec();
-    }
+    let (g, version) = promised_with_a_gate_for_bob(&a, &b, c, deadline).await;
     partition(&a.node, &b.node).await;
     b.clock.set(deadline - 1);
     let answer = b

@@ -442,24 +442,20 @@ mod tests {
             p.basis = vec![[1; 32]];
             p
         };
+        // The envelope started and prepared, then this node's own vote.
+        let voted = |v| {
+            let mut envs = Envelopes::new(B, types::all_defaults());
+            assert!(envs.apply(&delegate_start(1), &acc, 10, &none).applied);
+            assert!(envs.apply(&prepare(), &acc, 1_000, &none).applied);
+            assert!(envs.apply(&vote(3, 2, v), &acc, 1_001, &none).applied);
+            envs
+        };
         // NACK: nothing held.
-        let mut envs = Envelopes::new(B, types::all_defaults());
-        assert!(envs.apply(&delegate_start(1), &acc, 10, &none).applied);
-        assert!(envs.apply(&prepare(), &acc, 1_000, &none).applied);
-        assert!(
-            envs.apply(&vote(3, 2, ke::Vote::Nack), &acc, 1_001, &none)
-                .applied
-        );
+        let envs = voted(ke::Vote::Nack);
         assert!(envs.hold(&bob, &acc).is_none(), "a NACK holds nothing");
         assert_eq!(envs.holds().count(), 0);
         // ACK, then the coordinator is silent.
-        let mut envs = Envelopes::new(B, types::all_defaults());
-        assert!(envs.apply(&delegate_start(1), &acc, 10, &none).applied);
-        assert!(envs.apply(&prepare(), &acc, 1_000, &none).applied);
-        assert!(
-            envs.apply(&vote(3, 2, ke::Vote::Ack), &acc, 1_001, &none)
-                .applied
-        );
+        let mut envs = voted(ke::Vote::Ack);
         assert!(envs.hold(&bob, &acc).is_some(), "held after its ACK");
         // A party's tick is refused; a peer's tick does not end this node's hold.
         let by_bob = envs.apply(&tick(4, (B, "bob"), 1_000 + 31_000), &acc, 1_002, &none);

@@ -475,8 +475,8 @@ async fn the_receiver_decides_a_pipelined_envelope_only_after_the_one_before() {
     assert_eq!(at_globex, ids, "the second envelope was decided first");
 }
 
-#[test]
-fn max_in_flight_must_be_at_least_one() {
+/// The config `accord-node init` writes for acme (one party, alice), and the directory holding it.
+fn made_config() -> (tempfile::TempDir, crate::config::Config) {
     let tmp = tempfile::tempdir().unwrap();
     let init = crate::init::init(&crate::init::InitOptions {
         dir: tmp.path().join("acme"),
@@ -485,7 +485,13 @@ fn max_in_flight_must_be_at_least_one() {
         listen: "127.0.0.1:0".into(),
     })
     .unwrap();
-    let mut config = crate::config::Config::load(&init.config).unwrap();
+    let config = crate::config::Config::load(&init.config).unwrap();
+    (tmp, config)
+}
+
+#[test]
+fn max_in_flight_must_be_at_least_one() {
+    let (_tmp, mut config) = made_config();
     assert_eq!(config.federation.max_in_flight, 4);
     config.validate().unwrap();
     config.federation.max_in_flight = 0;
@@ -495,15 +501,7 @@ fn max_in_flight_must_be_at_least_one() {
 
 #[test]
 fn clock_skew_ms_defaults_to_two_seconds_and_is_bounded() {
-    let tmp = tempfile::tempdir().unwrap();
-    let init = crate::init::init(&crate::init::InitOptions {
-        dir: tmp.path().join("acme"),
-        name: "acme".into(),
-        parties: vec!["alice".into()],
-        listen: "127.0.0.1:0".into(),
-    })
-    .unwrap();
-    let mut config = crate::config::Config::load(&init.config).unwrap();
+    let (_tmp, mut config) = made_config();
     // README, "Delivery": default 2000, at least 1, at most 600000.
     assert_eq!(config.federation.clock_skew_ms, 2_000);
     for (v, ok) in [(0, false), (1, true), (600_000, true), (600_001, false)] {
@@ -520,15 +518,7 @@ fn clock_skew_ms_defaults_to_two_seconds_and_is_bounded() {
 
 #[test]
 fn the_nodes_own_party_names_are_reserved() {
-    let tmp = tempfile::tempdir().unwrap();
-    let init = crate::init::init(&crate::init::InitOptions {
-        dir: tmp.path().join("acme"),
-        name: "acme".into(),
-        parties: vec!["alice".into()],
-        listen: "127.0.0.1:0".into(),
-    })
-    .unwrap();
-    let good = crate::config::Config::load(&init.config).unwrap();
+    let (_tmp, good) = made_config();
     good.validate().unwrap();
     for name in ["work-service", "envelope-service", "operator"] {
         let mut config = good.clone();

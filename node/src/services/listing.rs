@@ -103,7 +103,7 @@ impl Listing {
                     // while the chunk before it waits for flow control. Returning `Pending` once
                     // makes tonic hand its buffer to hyper, and hyper polls again only when
                     // HTTP/2 flow control has room: the read happens then.
-                    Once::default().await;
+                    tokio::task::yield_now().await;
                 }
                 let (node, rules, caller) = (l.node.clone(), l.rules.clone(), l.caller.clone());
                 let (from, end) = (l.next, l.end);
@@ -130,24 +130,5 @@ impl Listing {
                 l.buf.extend(chunk);
             }
         })
-    }
-}
-
-/// A future that is pending on its first poll (waking its task at once) and ready on the next.
-#[derive(Default)]
-struct Once(bool);
-
-impl std::future::Future for Once {
-    type Output = ();
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<()> {
-        if std::mem::replace(&mut self.0, true) {
-            std::task::Poll::Ready(())
-        } else {
-            cx.waker().wake_by_ref();
-            std::task::Poll::Pending
-        }
     }
 }
