@@ -747,13 +747,7 @@ impl Config {
             // The node's own parties: the Work service, the envelope service and the operator
             // write records no configured party may write (issue 27: ticks and votes are the
             // node's own), so a party may not take their names.
-            if [
-                crate::projection::WORK_SERVICE,
-                crate::envelopes::ENVELOPE_SERVICE,
-                crate::federation::OPERATOR_PARTY,
-            ]
-            .contains(&p.name.as_str())
-            {
+            if crate::ident::RESERVED_PARTIES.contains(&p.name.as_str()) {
                 return Err(err(
                     format!("parties[{i}].name"),
                     format!("{:?} is reserved for the node's own records", p.name),

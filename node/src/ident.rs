@@ -13,6 +13,18 @@
 
 use std::net::IpAddr;
 
+/// The node's own parties inside its organisation. They are here, in this leaf module, so the
+/// config can reserve them without depending on the modules that write their records.
+///
+/// The Work service party: writes the node's own kernel records (expiries, implicit accepts).
+pub const WORK_SERVICE: &str = "work-service";
+/// The party that writes the node's envelope lifecycle records, votes and ticks (issue 27).
+pub const ENVELOPE_SERVICE: &str = "envelope-service";
+/// The operator's party: author of hand-made admission decisions and hold releases.
+pub const OPERATOR_PARTY: &str = "operator";
+/// Party names no configured party may take: records in these names are the node's own.
+pub const RESERVED_PARTIES: [&str; 3] = [WORK_SERVICE, ENVELOPE_SERVICE, OPERATOR_PARTY];
+
 /// Longest name (organisation, party, queue, peer), in bytes.
 pub const MAX_NAME: usize = 64;
 /// Longest id (commitment, line item, ...), in bytes.

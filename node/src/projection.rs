@@ -33,7 +33,7 @@ use std::sync::Arc;
 use store::{Persisted, Stored};
 
 /// The name of the Work service party inside the node's organisation.
-pub const WORK_SERVICE: &str = "work-service";
+pub use crate::ident::WORK_SERVICE;
 
 /// One notification delivered to a party (seed 000: "attention and notification"), derived from
 /// the kernel's `Notify` effect of an applied record.

@@ -38,7 +38,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Only it does (issue 27): a party's own envelope record other than a start, and a party's
 /// tick, are refused `not_authorized` — ticks are the node's own or the operator's
 /// (`EnvelopeService.SubmitTick`, `AdminService.ReleaseHold`), both written by the node as it.
-pub const ENVELOPE_SERVICE: &str = "envelope-service";
+pub use crate::ident::ENVELOPE_SERVICE;
 
 /// The one NACK reason for a change on an account or commitment that is not known here or that
 /// the envelope's author may not change (issue 27): both are answered alike, so a vote reveals

@@ -125,7 +125,7 @@ impl FedContext {
 }
 
 /// The operator's party name inside the organisation: author of hand-made admission decisions.
-pub const OPERATOR_PARTY: &str = "operator";
+pub use crate::ident::OPERATOR_PARTY;
 
 /// Federation state of a node.
 pub struct Federation {
