@@ -104,25 +104,44 @@ async fn global_limit_is_bounded() {
     assert_eq!(w.global.available_permits(), 1);
 }
 
+/// A caller dropped once it holds the origin's lock (its step handed to the blocking pool) does
+/// not cancel the step: the checkpoint is stored and the cache shows it, the two agreeing.
 #[tokio::test(flavor = "current_thread")]
 async fn a_dropped_caller_still_completes_the_step() {
+    use std::task::{Context, Poll, Waker};
     let dir = tempfile::tempdir().unwrap();
     let (w, log) = open(dir.path(), Limits::default());
     let (_, slot) = w.known(ORIGIN).unwrap();
     let held = slot.latest.clone().lock_owned().await;
-    let caller = tokio::spawn({
-        let (w, req) = (w.clone(), request(&log, 5));
-        async move { w.add_checkpoint(req).await }
-    });
-    until(|| slot.queue.available_permits() < Limits::default().max_queued_per_origin).await;
+    // The caller is polled by hand, so the test knows how far it got: first it queues for the
+    // lock the test holds ...
+    let mut caller = Box::pin(w.add_checkpoint(request(&log, 5)));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(caller.as_mut().poll(&mut cx).is_pending());
+    assert!(slot.queue.available_permits() < Limits::default().max_queued_per_origin);
+    // ... then, the lock handed to it, one more poll takes it and starts the step, and the
+    // caller is dropped there.
     drop(held);
-    // The caller may be aborted at any point after it took the lock: what it stored and what
-    // the cache says must agree.
-    caller.abort();
-    let _ = caller.await;
+    if let Poll::Ready(r) = caller.as_mut().poll(&mut cx) {
+        panic!("the step cannot have finished within one poll: {r:?}");
+    }
+    drop(caller);
+    // The step completes without its caller: the lock comes back holding size 5, and the store
+    // holds the same checkpoint.
     let latest = slot.latest.lock().await.clone();
+    assert_eq!(
+        latest.as_ref().map(|l| l.size),
+        Some(5),
+        "the step was cancelled"
+    );
     let stored = w.store.load_checkpoints().unwrap();
+    assert_eq!(stored.len(), 1);
     assert_eq!(stored.first().map(|(_, l)| l.clone()), latest);
+    // Its permits came back too.
+    assert_eq!(
+        slot.queue.available_permits(),
+        Limits::default().max_queued_per_origin
+    );
 }
 
 #[test]
