@@ -9,7 +9,8 @@
 //!
 //! Which organisations a commitment's records were already sent to is kept in `meta`
 //! (`federation/sent/<commitment>\0<org>`), written in the router's batch, so a restart does not
-//! send a history twice (a receiver would answer duplicates with their receipts anyway).
+//! send a history twice (a receiver would answer duplicates with their receipts anyway); memory
+//! holds a bounded cache of those keys ([`SENT_CACHED`] pairs).
 
 use super::FedContext;
 use super::outbox::Item;
@@ -17,20 +18,47 @@ use crate::error::Error;
 use accord_proto::pb::record::v1::Record;
 use accord_proto::pb::work::v1::LedgerEntry;
 use accord_proto::signing::RecordId;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 
 fn sent_key(commitment: &str, org: &str) -> String {
     format!("federation/sent/{commitment}\0{org}")
 }
 
-/// The router's memory of which organisations hold which commitment's history here.
+/// How many (commitment, organisation) pairs [`Sent`] keeps in memory. The store is the truth;
+/// the memory only spares a RocksDB read for the commitments being worked on now, so it is
+/// bounded however many commitments the node has ever shared (issue 26: nothing grows without
+/// bound with the ledger).
+const SENT_CACHED: usize = 65_536;
+
+/// The router's memory of which organisations hold which commitment's history here: a bounded
+/// cache over the `meta` keys, forgetting the oldest pairs first.
 #[derive(Debug, Default)]
-pub(crate) struct Sent(std::sync::Mutex<HashSet<(String, String)>>);
+pub(crate) struct Sent(std::sync::Mutex<SentCache>);
+
+#[derive(Debug, Default)]
+pub(crate) struct SentCache {
+    set: HashSet<(String, String)>,
+    order: VecDeque<(String, String)>,
+}
+
+impl SentCache {
+    fn insert(&mut self, key: (String, String)) {
+        if !self.set.insert(key.clone()) {
+            return;
+        }
+        self.order.push_back(key);
+        while self.order.len() > SENT_CACHED {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+    }
+}
 
 impl Sent {
     fn contains(&self, cx: &FedContext, commitment: &str, org: &str) -> Result<bool, Error> {
         let key = (commitment.to_string(), org.to_string());
-        if self.0.lock().map(|s| s.contains(&key)).unwrap_or(false) {
+        if self.0.lock().map(|s| s.set.contains(&key)).unwrap_or(false) {
             return Ok(true);
         }
         let found = cx
@@ -163,4 +191,27 @@ pub(crate) fn newcomers(
         sent.mark(cx, batch, commitment, org)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cache keeps at most [`SENT_CACHED`] pairs, forgetting the oldest: after one more
+    /// pair than the bound, the first is gone and the last two are kept.
+    #[test]
+    fn the_sent_cache_is_bounded_and_forgets_the_oldest() {
+        let mut c = SentCache::default();
+        let key = |i: usize| (format!("c{i}"), "globex".to_string());
+        for i in 0..=SENT_CACHED {
+            c.insert(key(i));
+        }
+        // A repeated pair takes no second place.
+        c.insert(key(SENT_CACHED));
+        assert_eq!(c.set.len(), SENT_CACHED);
+        assert_eq!(c.order.len(), SENT_CACHED);
+        assert!(!c.set.contains(&key(0)));
+        assert!(c.set.contains(&key(1)));
+        assert!(c.set.contains(&key(SENT_CACHED)));
+    }
 }
