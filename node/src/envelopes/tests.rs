@@ -111,6 +111,8 @@ struct Sim {
     wire: Vec<(usize, k::Record)>,
     now: i64,
     next: u64,
+    /// The amount `start` moves from acme's `src` to globex's `dst`.
+    amount: u64,
 }
 
 fn party(org: &str, name: &str) -> k::Party {
@@ -124,6 +126,7 @@ impl Sim {
             wire: Vec::new(),
             now: T0,
             next: 0,
+            amount: 0,
         }
     }
 
@@ -160,6 +163,7 @@ impl Sim {
     }
 
     fn start(&mut self, amount: u64) {
+        self.amount = amount;
         let id = self.id();
         let r = k::Record {
             id,
@@ -305,7 +309,17 @@ impl Sim {
         assert!(pa.is_terminal(), "acme ends {pa}");
         assert_eq!(pa, pb, "never mixed");
         let (src, dst) = (self.nodes[0].account("src"), self.nodes[1].account("dst"));
-        assert_eq!(src.balance + dst.balance, 150, "no budget created or lost");
+        // The opening balances (100 at acme's src, 50 at globex's dst) moved by the amount
+        // exactly once on commit, untouched on abort.
+        let expected = match pa {
+            Phase::Committed => (100 - self.amount, 50 + self.amount),
+            _ => (100, 50),
+        };
+        assert_eq!(
+            (src.balance, dst.balance),
+            expected,
+            "{pa}: the budget moved exactly as the envelope says"
+        );
         assert_eq!(
             (src.reserved, dst.reserved),
             (0, 0),
