@@ -341,16 +341,37 @@ async fn control_handover_end_to_end_between_two_organisations() {
         ),
     )
     .await;
-    let [va, vb] = both(&a, &b, c, "re-checked: continue", |v| {
-        v.handover.is_none()
-            && v.stop
-                .as_ref()
-                .is_some_and(|s| s.resumed_record_id.as_ref() == recheck)
-    })
-    .await;
+    let [va, vb] = both(&a, &b, c, "re-checked: continue", |v| v.handover.is_none()).await;
+    // Seed 000: "Continuing after a stop is a separate resume_after_stop Declaration and never
+    // happens on its own" — the re-check's "continue" does not end the stop.
     for v in [&va, &vb] {
         assert_eq!(v.control_holder, None);
+        let s = v.stop.as_ref().expect("the stop is still shown");
+        assert!(
+            s.resumed_record_id.is_empty(),
+            "the re-check {recheck:?} ended the stop"
+        );
     }
+    let resume = declare(
+        &a,
+        "alice",
+        record(
+            "acme",
+            "alice",
+            c,
+            &[pause],
+            Operation::ResumeAfterStop(rec::ResumeAfterStop {
+                reason: "re-checked".into(),
+            }),
+        ),
+    )
+    .await;
+    both(&a, &b, c, "resumed after the stop", |v| {
+        v.stop
+            .as_ref()
+            .is_some_and(|s| s.resumed_record_id.as_ref() == resume)
+    })
+    .await;
     // globex/bob was told control was taken (his attention list, on his node).
     let mut bob = b.work_party("bob").await.unwrap();
     let items = bob

@@ -55,6 +55,14 @@ pub struct Commitment {
     pub terms_version: RecordId,
     /// Version number of the terms, from 1.
     pub version: u32,
+    /// How many times the content (terms and parameters) has changed since the request: a gate
+    /// answer is bound to the count at its time, so any change after the answer invalidates it
+    /// for good, even an amend back to the content it answered (seed 000, "Conditions and
+    /// gates": "If the content bound to an approval changes after the answer, even by one
+    /// parameter, the answer stops being valid and the gate waits again"). An amend that
+    /// changes nothing does not count.
+    #[serde(default)]
+    pub content_changes: u32,
     /// The current counter version (a candidate's counter), while countered.
     pub counter: Option<CounterVersion>,
     /// How delivery is accepted.
@@ -226,6 +234,10 @@ pub struct AnswerMark {
     pub terms_version: RecordId,
     /// The content it answered (the terms and parameters as they were).
     pub content: Terms,
+    /// [`Commitment::content_changes`] when it was given: the answer counts while no change
+    /// has been made since.
+    #[serde(default)]
+    pub content_changes: u32,
     /// When.
     pub at: i64,
 }

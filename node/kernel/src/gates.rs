@@ -123,9 +123,10 @@ pub fn aggregate(agg: &Aggregation, parts: &[Participation]) -> GateStatus {
     }
 }
 
-/// Whether `a` still counts: the content it answered is the commitment's content now.
+/// Whether `a` still counts: the content has not changed since it was given (a change and a
+/// change back still invalidate it: [`Commitment::content_changes`]).
 pub fn answer_valid(c: &Commitment, a: &AnswerMark) -> bool {
-    a.content == c.terms
+    a.content_changes == c.content_changes && a.content == c.terms
 }
 
 /// Each participant's standing at `now`, in participant order.
@@ -240,6 +241,7 @@ fn mark(ctx: &Ctx, by: &Party, answer: GateAnswer) -> AnswerMark {
         answer,
         terms_version: ctx.c.terms_version,
         content: ctx.c.terms.clone(),
+        content_changes: ctx.c.content_changes,
         at: ctx.now,
     }
 }

@@ -76,6 +76,9 @@ fn adopt_terms(next: &mut Commitment, terms: Terms, version: crate::record::Reco
             item.description = li.description.clone();
         }
     }
+    if next.terms != terms {
+        next.content_changes += 1;
+    }
     next.terms = terms;
     next.terms_version = version;
     next.version += 1;

@@ -98,6 +98,7 @@ pub(crate) fn create(
         terms: req.terms.clone(),
         terms_version: r.id,
         version: 1,
+        content_changes: 0,
         counter: None,
         acceptance: req.acceptance,
         implicit_window_ms: req.implicit_acceptance_window_ms,

@@ -298,6 +298,7 @@ fn reopening(c: &Commitment, targets: &[String], link: &ReopenLink, now: i64) ->
         terms,
         terms_version: link.allow,
         version: 1,
+        content_changes: 0,
         counter: None,
         acceptance: c.acceptance,
         implicit_window_ms: c.implicit_window_ms,

@@ -14,8 +14,12 @@
 //! by the accountable party, the obligee or the principal, answered by the executor (a party of
 //! the obligor's organisation), and resumed by one of those who may ask it. A control lease is
 //! taken by the accountable party or the obligee, for a holder; the re-check is the accountable
-//! party's, the obligee's or the obligor's; "continue" ends the pause (it is the explicit
-//! decision to continue), "replan" leaves the stop in effect until a resume_after_stop.
+//! party's, the obligee's or the obligor's. Its outcome, "continue" or "replan", is recorded
+//! and ends the handover; neither ends the stop: "Continuing after a stop is a separate
+//! resume_after_stop Declaration and never happens on its own" (seed 000, "Stop requests").
+//! For the same reason a resume_after_stop is taken at any time a stop holds, a handover
+//! included (the seed puts no condition on it): it ends the stop; the handover goes on to its
+//! hand back and re-check, and the control axis stays with the holder until then.
 
 use crate::claims;
 use crate::commitment::{AttentionMark, Commitment, Handover, HandoverPhase, StopState};
@@ -146,11 +150,6 @@ pub(crate) fn stop_response(
 
 pub(crate) fn resume_after_stop(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection> {
     named_stop(ctx)?;
-    ensure(
-        next.handover.is_none(),
-        C::InvalidState,
-        "a control handover is under way; it ends with recheck",
-    )?;
     if let Some(st) = next.stop.as_mut() {
         st.resumed = Some(ctx.r.id);
     }
@@ -251,10 +250,5 @@ pub(crate) fn recheck(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection>
     )?;
     next.handover = None;
     next.last_recheck = Some((ctx.r.id, *outcome));
-    if *outcome == RecheckOutcome::Continue
-        && let Some(st) = next.stop.as_mut()
-    {
-        st.resumed = Some(ctx.r.id);
-    }
     Ok(())
 }

@@ -119,6 +119,48 @@ fn an_approval_is_invalidated_by_a_one_parameter_amend() {
     assert_eq!(gate_of(&w, g).status, GateStatus::Satisfied);
 }
 
+/// The same sentence, "stops being valid": a change and a change back (A → B → A) leave the
+/// content as it was answered, yet the answer was invalidated by the first change and stays so;
+/// the gate waits for a new answer on the current version.
+#[test]
+fn an_approval_stays_invalid_after_the_content_changes_back() {
+    let mut w = promised();
+    let g = approval(&mut w, &[Cast::w()]);
+    let v1 = w.c().terms_version;
+    let answered = w.c().terms.clone();
+    w.ok_with(&Cast::w(), answer(GateAnswer::Accept, v1), &[g], &[]);
+    assert_eq!(gate_of(&w, g).status, GateStatus::Satisfied);
+    let mut b = answered.clone();
+    b.parameters.insert("colour".into(), "blue".into());
+    let v2 = w.ok(
+        &Cast::o(),
+        Operation::Amend {
+            supersedes: Some(v1),
+            terms: Some(b),
+            participants: vec![],
+        },
+    );
+    assert_eq!(gate_of(&w, g).status, GateStatus::Waiting);
+    // Back to the content that was answered.
+    let v3 = w.ok(
+        &Cast::o(),
+        Operation::Amend {
+            supersedes: Some(v2),
+            terms: Some(answered.clone()),
+            participants: vec![],
+        },
+    );
+    assert_eq!(w.c().terms, answered, "the content is A again");
+    let gv = gate_of(&w, g);
+    assert_eq!(gv.status, GateStatus::Waiting, "A -> B -> A brought the approval back");
+    assert!(!gv.answers[0].valid);
+    assert_eq!(gv.participants, vec![(Cast::w(), Participation::Open)]);
+    assert_eq!(w.view().category, Category::Waiting);
+    // A new answer on the current version counts.
+    w.ok_with(&Cast::w(), answer(GateAnswer::Accept, v3), &[g], &[]);
+    assert_eq!(gate_of(&w, g).status, GateStatus::Satisfied);
+}
+
 /// satisfy_condition used to delete the condition; now it is an answer bound to the content.
 #[test]
 fn a_satisfied_condition_waits_again_after_an_amend() {

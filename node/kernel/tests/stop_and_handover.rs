@@ -276,9 +276,12 @@ fn control_handover_end_to_end() {
         assert_eq!(v.last_recheck, Some(outcome));
         assert!(v.handover.is_none());
         assert_eq!(v.control, Control::Automatic);
-        let stop_holds = v.stop.as_ref().is_some_and(|s| s.in_effect());
-        // Continue ends the pause; re-plan keeps it until a resume_after_stop.
-        assert_eq!(stop_holds, outcome == RecheckOutcome::Replan);
+        // Seed 000: "Continuing after a stop is a separate resume_after_stop Declaration and
+        // never happens on its own" — neither outcome of the re-check ends the stop.
+        assert!(
+            v.stop.as_ref().is_some_and(|s| s.in_effect()),
+            "{outcome:?} ended the stop"
+        );
         w.err(
             &Cast::x(),
             Operation::Recheck {
@@ -287,5 +290,62 @@ fn control_handover_end_to_end() {
             },
             RejectionCode::NoHandBack,
         );
+        w.ok_with(
+            &Cast::x(),
+            Operation::ResumeAfterStop {
+                reason: String::new(),
+            },
+            &[pause],
+            &[],
+        );
+        assert!(!w.view().stop.as_ref().is_some_and(|s| s.in_effect()));
     }
+}
+
+/// The seed puts no condition on resume_after_stop: taken while a control handover is under
+/// way, it ends the stop; the handover goes on (control stays with the holder) to its hand back
+/// and re-check.
+#[test]
+fn resume_after_stop_during_a_handover_ends_the_stop_and_not_the_handover() {
+    let mut w = running();
+    let pause = stop(&mut w, StopMode::Pause);
+    w.ok(&Cast::e(), observe(ExecutionReport::Paused, Some(1_000)));
+    let l = w.ok_with(
+        &Cast::x(),
+        Operation::ControlLease {
+            holder: Some(Cast::x()),
+            until: None,
+        },
+        &[pause],
+        &[],
+    );
+    assert!(w.view().stop.as_ref().is_some_and(|s| s.in_effect()));
+    w.ok_with(
+        &Cast::x(),
+        Operation::ResumeAfterStop {
+            reason: "cleared".into(),
+        },
+        &[pause],
+        &[],
+    );
+    let v = w.view();
+    assert!(!v.stop.as_ref().is_some_and(|s| s.in_effect()));
+    assert_eq!(v.control, Control::Manual);
+    assert_eq!(v.control_holder, Some(Cast::x()));
+    w.ok_with(
+        &Cast::x(),
+        Operation::HandBackControl {
+            handoff_note: "done".into(),
+        },
+        &[l],
+        &[],
+    );
+    w.ok(
+        &Cast::x(),
+        Operation::Recheck {
+            outcome: RecheckOutcome::Continue,
+            note: String::new(),
+        },
+    );
+    assert!(w.view().handover.is_none());
 }

@@ -70,8 +70,9 @@ pub const WATERMARK: &str = "projection.watermark";
 /// full replay at start-up.
 pub const LAYOUT: &str = "projection.layout";
 /// The current layout version (4: `Commitment.home`, issue 26, and the pending records of
-/// commitments homed elsewhere).
-pub const LAYOUT_VERSION: &[u8] = b"4";
+/// commitments homed elsewhere; 5: `content_changes` in `Commitment` and `AnswerMark`, issue
+/// 29).
+pub const LAYOUT_VERSION: &[u8] = b"5";
 
 /// What `pj_commitments` holds for one commitment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
