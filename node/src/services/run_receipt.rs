@@ -2,7 +2,8 @@
 //! ([`kr::receipt`]) plus, for every referenced record, the signed record as logged, its leaf
 //! index and its inclusion proof against the node's latest witnessed checkpoint that covers
 //! them all (or, with none, the latest signed one, signed now if needed), whose note text the
-//! receipt carries — so a reviewer checks it offline (`accordctl run verify-receipt`).
+//! receipt carries — so a reviewer checks it offline (`accordctl run verify-receipt`); and the
+//! node's signature over the whole receipt, which binds what no record proves.
 
 use crate::convert::run::state_to_wire;
 use crate::error::Error;
@@ -58,7 +59,7 @@ pub async fn build(node: &Arc<Node>, r: &kr::Receipt) -> Result<pb::RunReceipt, 
     })
     .await
     .map_err(|e| Error::Internal(e.to_string()))??;
-    Ok(pb::RunReceipt {
+    let mut receipt = pb::RunReceipt {
         run: r.run.clone(),
         run_record: r.run_record.to_vec().into(),
         commitment_id: r.commitment.clone().unwrap_or_default(),
@@ -95,5 +96,10 @@ pub async fn build(node: &Arc<Node>, r: &kr::Receipt) -> Result<pb::RunReceipt, 
         node: node.name().to_string(),
         checkpoint: cp.note,
         records,
-    })
+        node_signature: None,
+    };
+    // The fields no record proves (times, child runs, node) are bound by the node's signature
+    // over the whole receipt (issue 29, item 2; `accord_proto::run_receipt`).
+    accord_proto::run_receipt::sign(&node.signer, &mut receipt);
+    Ok(receipt)
 }
