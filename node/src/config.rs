@@ -302,6 +302,16 @@ pub struct ProjectionConfig {
     /// default keeps the cache near 100 MiB.
     #[serde(default = "default_cache_commitments")]
     pub cache_commitments: usize,
+    /// Most runs kept in memory (issue 27; misses are read from `pj_runs`). A run costs its
+    /// decoded state: its records' references and their text, each field bounded (README
+    /// "Limits": run records).
+    #[serde(default = "default_cache_runs")]
+    pub cache_runs: usize,
+}
+
+fn default_cache_runs() -> usize {
+    // The same as `projection::store::DEFAULT_RUN_CACHE`.
+    1024
 }
 
 fn default_cache_commitments() -> usize {
@@ -313,6 +323,7 @@ impl Default for ProjectionConfig {
     fn default() -> Self {
         Self {
             cache_commitments: default_cache_commitments(),
+            cache_runs: default_cache_runs(),
         }
     }
 }
@@ -509,6 +520,19 @@ pub struct LimitsConfig {
     /// (`invalid_argument`, field `records`). Default 1024.
     #[serde(default = "default_max_batch_records")]
     pub max_batch_records: usize,
+    /// Commitments with changes not yet sent that one `WatchCommitments` stream may hold
+    /// (issue 27, item 3): further changes to one of them coalesce (its latest summary is sent
+    /// once); a change to one more closes the stream RESOURCE_EXHAUSTED `watch_lagged`.
+    /// 1–[`MAX_WATCH_PENDING`].
+    #[serde(default = "default_watch_pending")]
+    pub watch_pending: usize,
+}
+
+/// Largest `limits.watch_pending`.
+pub const MAX_WATCH_PENDING: usize = 1_000_000;
+
+fn default_watch_pending() -> usize {
+    1024
 }
 
 fn default_list_streams() -> usize {
@@ -587,6 +611,7 @@ impl Default for LimitsConfig {
             streams_per_party: None,
             operator_stream_reserve: None,
             max_batch_records: default_max_batch_records(),
+            watch_pending: default_watch_pending(),
             refusals_per_minute: default_refusals_per_minute(),
         }
     }
@@ -619,6 +644,12 @@ impl LimitsConfig {
             if v == 0 {
                 return Err(err(field, "must be > 0"));
             }
+        }
+        if !(1..=MAX_WATCH_PENDING).contains(&self.watch_pending) {
+            return Err(err(
+                "limits.watch_pending",
+                format!("must be between 1 and {MAX_WATCH_PENDING}"),
+            ));
         }
         Ok(())
     }
@@ -734,6 +765,9 @@ impl Config {
         }
         if self.projection.cache_commitments < 2 {
             return Err(err("projection.cache_commitments", "must be >= 2"));
+        }
+        if self.projection.cache_runs < 2 {
+            return Err(err("projection.cache_runs", "must be >= 2"));
         }
         if !(1..=MAX_BLOCK_CACHE_MIB).contains(&self.storage.block_cache_mib) {
             return Err(err(

@@ -234,6 +234,7 @@ pub fn check_idents(r: &pb::Record) -> R<()> {
     let Some(op) = &r.operation else {
         return Ok(());
     };
+    run::check_bounds(op)?;
     let f = |s: &'static str| move || format!("{P}.operation.{s}");
     match op {
         Op::Request(q) => {

@@ -53,6 +53,112 @@ fn ids(field: &str, list: &[prost::bytes::Bytes]) -> R<Vec<k::RecordId>> {
         .collect()
 }
 
+/// Longest free text of a run record (trigger, reason, description, summary, detail), bytes
+/// (issue 27: a run's text stays in its derived state, which is stored and cached; 150 runs of
+/// 900 KB triggers once took a node from 75 to 444 MiB).
+pub const MAX_RUN_TEXT: usize = 4096;
+/// Longest label of a run record (persistence mode, tool, audit event kind, a metadata key),
+/// bytes.
+pub const MAX_RUN_LABEL: usize = 256;
+/// Most metadata entries of a transition's context.
+pub const MAX_RUN_METADATA: usize = 32;
+/// Longest metadata value, bytes.
+pub const MAX_RUN_METADATA_VALUE: usize = 1024;
+/// Most record references in one list (a transition's evidence).
+pub const MAX_RUN_REFS: usize = 256;
+
+/// Checks a text field's length; the field is named in full, the value quoted (cut) only.
+fn text(field: &dyn Fn() -> String, v: &str, max: usize) -> R<()> {
+    if v.len() > max {
+        return Err(Error::invalid(
+            field(),
+            format!("{}: longer than {max} bytes", crate::ident::quote(v)),
+        ));
+    }
+    Ok(())
+}
+
+/// The input bounds of a run record (README "Limits": run records), checked at the edge
+/// (`convert::check_idents`: `Submit`, `Declare`, the RunService, federation) and not at
+/// replay, so records recorded before a bound existed still replay. Ok for any other record.
+pub fn check_bounds(op: &Op) -> R<()> {
+    let f = |s: &'static str| move || format!("{F}.{s}");
+    // An empty run id is the kernel's `missing_field`, recorded like any rejection.
+    let run = |name: &'static str, id: &str| -> R<()> {
+        if id.is_empty() {
+            return Ok(());
+        }
+        crate::ident::id(id).map_err(|r| Error::invalid(format!("{F}.{name}.run"), r))
+    };
+    match op {
+        Op::RunStart(s) => {
+            run("run_start", &s.run)?;
+            if !s.parent.is_empty() {
+                crate::ident::id(&s.parent)
+                    .map_err(|r| Error::invalid(format!("{F}.run_start.parent"), r))?;
+            }
+            text(&f("run_start.trigger"), &s.trigger, MAX_RUN_TEXT)?;
+            text(&f("run_start.persistence"), &s.persistence, MAX_RUN_LABEL)?;
+        }
+        Op::RunTransition(t) => {
+            run("run_transition", &t.run)?;
+            if let Some(c) = &t.context {
+                text(&f("run_transition.context.reason"), &c.reason, MAX_RUN_TEXT)?;
+                if c.evidence.len() > MAX_RUN_REFS {
+                    return Err(Error::invalid(
+                        f("run_transition.context.evidence")(),
+                        format!("{} references: at most {MAX_RUN_REFS}", c.evidence.len()),
+                    ));
+                }
+                if c.metadata.len() > MAX_RUN_METADATA {
+                    return Err(Error::invalid(
+                        f("run_transition.context.metadata")(),
+                        format!("{} entries: at most {MAX_RUN_METADATA}", c.metadata.len()),
+                    ));
+                }
+                for (k, v) in &c.metadata {
+                    let field = || {
+                        format!(
+                            "{F}.run_transition.context.metadata[{}]",
+                            crate::ident::quote(k)
+                        )
+                    };
+                    text(&field, k, MAX_RUN_LABEL)?;
+                    text(&field, v, MAX_RUN_METADATA_VALUE)?;
+                }
+            }
+        }
+        Op::RunAction(a) => {
+            run("run_action", &a.run)?;
+            text(&f("run_action.tool"), &a.tool, MAX_RUN_LABEL)?;
+            text(&f("run_action.description"), &a.description, MAX_RUN_TEXT)?;
+        }
+        Op::RunProposal(p) => {
+            run("run_proposal", &p.run)?;
+            text(&f("run_proposal.summary"), &p.summary, MAX_RUN_TEXT)?;
+        }
+        Op::RunDecision(d) => {
+            run("run_decision", &d.run)?;
+            text(&f("run_decision.reason"), &d.reason, MAX_RUN_TEXT)?;
+        }
+        Op::RunEvidence(e) => {
+            run("run_evidence", &e.run)?;
+            text(&f("run_evidence.description"), &e.description, MAX_RUN_TEXT)?;
+        }
+        Op::RunOutput(o) => {
+            run("run_output", &o.run)?;
+            text(&f("run_output.summary"), &o.summary, MAX_RUN_TEXT)?;
+        }
+        Op::RunAuditEvent(a) => {
+            run("run_audit_event", &a.run)?;
+            text(&f("run_audit_event.kind"), &a.kind, MAX_RUN_LABEL)?;
+            text(&f("run_audit_event.detail"), &a.detail, MAX_RUN_TEXT)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// The run operation a wire operation holds, if it is a run record.
 pub fn operation(op: &Op) -> R<Option<k::Operation>> {
     let (run, body) = match op {

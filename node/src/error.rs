@@ -38,6 +38,11 @@ pub enum Error {
     /// Too much at once; retry later.
     #[error("resource exhausted: {0}")]
     ResourceExhausted(String),
+    /// A watch stream's client fell further behind than `limits.watch_pending` (issue 27): the
+    /// stream is closed (RESOURCE_EXHAUSTED, `accord-reason: watch_lagged`); the client lists
+    /// again and watches anew.
+    #[error("watch lagged: {0}")]
+    WatchLagged(String),
     /// The ledger writer has stopped (after a failed write, or at shutdown).
     #[error("the ledger has stopped")]
     LedgerStopped,
@@ -88,6 +93,7 @@ impl Error {
             Error::PermissionDenied(_) => "permission_denied",
             Error::FailedPrecondition(_) => "failed_precondition",
             Error::ResourceExhausted(_) => "resource_exhausted",
+            Error::WatchLagged(_) => "watch_lagged",
             Error::LedgerStopped => "ledger_stopped",
             Error::Unavailable(_) => "unavailable",
             Error::Storage(_) | Error::Internal(_) => "internal",
@@ -107,7 +113,7 @@ impl From<Error> for tonic::Status {
             Error::Unauthenticated(_) => Code::Unauthenticated,
             Error::PermissionDenied(_) | Error::Refused { .. } => Code::PermissionDenied,
             Error::FailedPrecondition(_) => Code::FailedPrecondition,
-            Error::ResourceExhausted(_) => Code::ResourceExhausted,
+            Error::ResourceExhausted(_) | Error::WatchLagged(_) => Code::ResourceExhausted,
             Error::LedgerStopped | Error::Unavailable(_) => Code::Unavailable,
             Error::Storage(_) | Error::Internal(_) | Error::Config(_) | Error::Tls(_) => {
                 Code::Internal

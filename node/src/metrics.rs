@@ -43,6 +43,7 @@ pub struct Metrics {
     quarantine_size: IntGauge,
     projection_replayed: IntGauge,
     projection_cached: IntGauge,
+    projection_cached_runs: IntGauge,
     rocksdb_memory: IntGaugeVec,
     tls_handshake_failures: IntCounterVec,
     connections_closed: IntCounterVec,
@@ -216,6 +217,10 @@ impl Metrics {
             "accord_projection_cached_commitments",
             "Commitments in the projection's in-memory cache (projection.cache_commitments).",
         );
+        let projection_cached_runs = gauge(
+            "accord_projection_cached_runs",
+            "Runs in the projection's in-memory run cache (projection.cache_runs; issue 27).",
+        );
         let rocksdb_memory = gauge_vec(
             "accord_rocksdb_memory_bytes",
             "RocksDB's memory by RocksDB property (issue 15): rocksdb.block-cache-usage (bounded by \
@@ -269,6 +274,7 @@ impl Metrics {
             quarantine_size,
             projection_replayed,
             projection_cached,
+            projection_cached_runs,
             rocksdb_memory,
             tls_handshake_failures,
             connections_closed,
@@ -415,6 +421,8 @@ pub struct Snapshot {
     pub projection_replayed: u64,
     /// Commitments in the projection's in-memory cache.
     pub projection_cached: u64,
+    /// Runs in the projection's run cache.
+    pub projection_cached_runs: u64,
     /// The listener's refused handshakes, refused connections and timed-out connections.
     pub listener: (u64, u64, u64),
     /// RocksDB's memory: `(property, bytes)` (`ledger::Store::memory`).
@@ -483,6 +491,8 @@ pub fn gather(m: &Metrics, s: &Snapshot) -> Result<String, crate::Error> {
     m.quarantine_size.set(s.quarantine_size as i64);
     m.projection_replayed.set(s.projection_replayed as i64);
     m.projection_cached.set(s.projection_cached as i64);
+    m.projection_cached_runs
+        .set(s.projection_cached_runs as i64);
     for (property, bytes) in &s.rocksdb_memory {
         m.rocksdb_memory
             .with_label_values(&[property])

@@ -155,7 +155,8 @@ pub(crate) async fn open_with(
         &config.name,
         crate::envelopes::types::all(&config),
     ))
-    .with_cache(config.projection.cache_commitments);
+    .with_cache(config.projection.cache_commitments)
+    .with_run_cache(config.projection.cache_runs);
     let access = machine.access_handle();
     let data_dir = config.data_dir.clone();
     let max_batch = config.ledger.max_batch;

@@ -15,10 +15,13 @@
 //! the Work service party still has to write, found through the deadline index
 //! ([`Projection::service_due`]).
 
+mod cache;
 pub(crate) mod due;
+pub(crate) mod feed;
 mod machine;
 pub(crate) mod restart;
 pub mod store;
+pub(crate) mod timed;
 mod working;
 
 pub use machine::WorkMachine;
@@ -71,18 +74,20 @@ impl CommitmentRef {
     }
 }
 
-/// The read side of the projection: the stored state (through its bounded cache) and the runs.
+/// The read side of the projection: the stored state (through its bounded caches).
 /// Every read answers from synced state only. Before the ledger opened the store (and in a
 /// projection never opened) it is empty.
 #[derive(Debug, Default)]
 pub struct Projection {
     db: Option<Arc<Persisted>>,
-    /// The runs (seed 002), kept apart from the commitments ([`crate::runs`]).
-    pub runs: crate::runs::Runs,
+    /// The effects of recently applied run records, for the RunService ([`crate::runs`]).
+    pub run_effects: crate::runs::RunEffects,
     /// The commit envelopes (seed 003), kept apart too ([`crate::envelopes`]).
     pub envelopes: crate::envelopes::Envelopes,
     /// Records replayed through the kernel at start-up (after the watermark).
     replayed: u64,
+    /// The change feed: which commitments each published batch changed ([`feed`]).
+    feed: feed::Feed,
 }
 
 /// Logs a storage error of a read that answers "nothing" rather than failing.
@@ -172,6 +177,37 @@ impl Projection {
             return false;
         };
         logged(db.had_role(id, who)) || self.get(id).is_some_and(|c| k::may_read(&c, access, who))
+    }
+
+    /// A receiver of the change feed from now on ([`feed`]); what is already published is in
+    /// the reads.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<feed::Changes> {
+        self.feed.subscribe()
+    }
+
+    /// Up to `max` commitments whose summary changes by time alone in `(after, until]`, with
+    /// the time, in time order (the time index, [`timed`]).
+    pub fn timed(&self, after: i64, until: i64, max: usize) -> Vec<(i64, String)> {
+        let Some(db) = &self.db else {
+            return Vec::new();
+        };
+        logged(db.timed(after, until, max))
+    }
+
+    /// Run `id`'s derived state (seed 002), read through the run cache ([`crate::runs`]).
+    pub fn run(&self, id: &str) -> Option<Arc<k::run::Run>> {
+        let db = self.db.as_ref()?;
+        logged(db.run(id))
+    }
+
+    /// How many runs name run `id` as their parent (a stored index, O(children)).
+    pub fn child_count(&self, id: &str) -> usize {
+        self.db.as_ref().map_or(0, |d| logged(d.child_count(id)))
+    }
+
+    /// How many runs the run cache holds (bounded by `projection.cache_runs`).
+    pub fn cached_runs(&self) -> usize {
+        self.db.as_ref().map_or(0, |d| d.run_cache().size())
     }
 
     /// How many records the last start-up replayed through the kernel (those after the stored

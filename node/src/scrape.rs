@@ -32,10 +32,11 @@ pub fn gather(node: &Node) -> Result<String, crate::Error> {
             backfilling: fed.outbox.behind(name).is_some(),
         });
     }
-    let (projection_replayed, projection_cached) = match node.projection.read() {
-        Ok(p) => (p.replayed(), p.cached() as u64),
-        Err(_) => (0, 0),
-    };
+    let (projection_replayed, projection_cached, projection_cached_runs) =
+        match node.projection.read() {
+            Ok(p) => (p.replayed(), p.cached() as u64, p.cached_runs() as u64),
+            Err(_) => (0, 0, 0),
+        };
     let stats = &node.listener_stats;
     let snapshot = Snapshot {
         ledger_records: node.ledger.len(),
@@ -46,6 +47,7 @@ pub fn gather(node: &Node) -> Result<String, crate::Error> {
         quarantine_size: fed.quarantine.size()? as u64,
         projection_replayed,
         projection_cached,
+        projection_cached_runs,
         listener: (
             stats.refused_handshakes.load(Ordering::Relaxed),
             stats.refused_connections.load(Ordering::Relaxed),

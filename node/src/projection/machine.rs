@@ -31,6 +31,7 @@ pub struct WorkMachine {
     published: Arc<RwLock<Projection>>,
     access: Arc<RwLock<k::Access>>,
     cache: usize,
+    run_cache: usize,
     /// The envelopes as readers will see them once every persisted batch is published: a
     /// batch that changed envelopes publishes a copy of it (envelope records are rare; the
     /// working copy may already be a batch further, unsynced).
@@ -41,7 +42,9 @@ pub struct WorkMachine {
 #[derive(Debug, Default)]
 pub struct Pending {
     changed: Vec<(String, Option<Arc<store::Stored>>)>,
-    runs: crate::runs::Runs,
+    /// The ids the change feed carries once the batch is published.
+    feed: Vec<String>,
+    runs: crate::runs::RunBatch,
     envelopes: Option<crate::envelopes::Envelopes>,
     replayed: u64,
 }
@@ -55,6 +58,7 @@ impl WorkMachine {
             published,
             access: Arc::new(RwLock::new(access)),
             cache: DEFAULT_CACHE,
+            run_cache: store::DEFAULT_RUN_CACHE,
             shadow: Default::default(),
         }
     }
@@ -69,6 +73,12 @@ impl WorkMachine {
     /// Caches at most `n` commitments in memory (`projection.cache_commitments`).
     pub fn with_cache(mut self, n: usize) -> Self {
         self.cache = n;
+        self
+    }
+
+    /// Caches at most `n` runs in memory (`projection.cache_runs`).
+    pub fn with_run_cache(mut self, n: usize) -> Self {
+        self.run_cache = n;
         self
     }
 
@@ -87,7 +97,7 @@ impl Machine for WorkMachine {
     }
 
     fn open(&mut self, st: &Arc<Store>) -> Result<u64, Error> {
-        let db = Arc::new(Persisted::new(st.clone(), self.cache));
+        let db = Arc::new(Persisted::new(st.clone(), self.cache).with_run_cache(self.run_cache));
         // A store written by another layout (or before the projection was persisted) is rebuilt
         // from the records: its projection column families are cleared and replayed from 0.
         let from = if db.layout_current()? {
@@ -100,7 +110,6 @@ impl Machine for WorkMachine {
             st.write(batch, true)?;
             0
         };
-        let runs = db.runs()?;
         let pending = db.pending()?;
         // What a full replay used to rebuild beside the commitments: the foreign organisations
         // Access lists and the envelopes (`restart`).
@@ -113,15 +122,13 @@ impl Machine for WorkMachine {
             super::restart::load_envelopes(st, from, &a, &mut self.working.envelopes)?;
             orgs
         };
-        self.working
-            .open(db.clone(), from, runs.clone().into_iter().collect(), orgs);
+        self.working.open(db.clone(), from, orgs);
         self.working.load_pending(pending);
         let mut p = self
             .published
             .write()
             .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
         p.db = Some(db);
-        p.runs = crate::runs::Runs::load(runs);
         Ok(from)
     }
 
@@ -137,14 +144,13 @@ impl Machine for WorkMachine {
     }
 
     fn persist(&mut self, st: &Store, batch: &mut Batch) -> Result<Pending, Error> {
-        let changed = self.working.persist(st, batch)?;
+        let (changed, feed, runs) = self.working.persist(st, batch)?;
         // What this batch changed, taken now: by the time it is published the working copy may
         // hold the next batch too.
-        let mut runs = crate::runs::Runs::default();
-        self.working.runs.publish_into(&mut runs);
         let envelopes = self.working.envelopes.publish_pending(&mut self.shadow);
         Ok(Pending {
             changed,
+            feed,
             runs,
             envelopes,
             replayed: self.working.replayed,
@@ -154,25 +160,39 @@ impl Machine for WorkMachine {
     fn publish(&mut self, pending: Pending) {
         let Pending {
             changed,
+            feed,
             runs,
             envelopes,
             replayed,
         } = pending;
+        let mut runs = runs;
+        let effects = std::mem::take(&mut runs.effects);
         match self.published.write() {
             Ok(mut p) => {
                 if let Some(db) = &p.db {
                     db.cache().publish(changed.iter().cloned());
+                    db.run_cache().publish(
+                        runs.runs
+                            .iter()
+                            .map(|(id, r)| (id.clone(), Some(r.clone()))),
+                    );
                 }
-                runs.merge_into(&mut p.runs);
+                for (id, e) in effects {
+                    p.run_effects.keep(id, e);
+                }
                 if let Some(e) = envelopes {
                     p.envelopes = e;
                 }
                 p.replayed = replayed;
+                // Under the lock: a watch subscribes under the read lock, so it either sees
+                // this batch in its first scan or receives it on the feed (never neither).
+                p.feed.publish(feed);
             }
             Err(_) => tracing::error!("projection lock poisoned; not published"),
         }
         // In the readers' cache now (or never: poisoned): later batches read them there.
         self.working.published(&changed);
+        self.working.runs.published(&runs.runs);
     }
 
     fn restore(&mut self, entry: &LedgerEntry) {

@@ -13,7 +13,9 @@
 //! | `pj_acted` | record id ‖ seq (u64 BE) | the acting record's id |
 //! | `pj_attention` | "org/name" ‖ 0 ‖ seq (u64 BE) ‖ n (u32 BE) | [`StoredAttention`] (postcard) |
 //! | `pj_runs` | run id | [`StoredRun`] (JSON): the run |
+//! | `pj_run_children` | parent run id ‖ 0 ‖ child run id | empty: the child names the parent (`child_count`) |
 //! | `pj_due` | due ms (u64 BE) ‖ id | empty: the deadline index the Work service clock reads |
+//! | `pj_timed` | ms (u64 BE) ‖ id | empty: a time at which the commitment's summary changes without a record ([`super::timed`]; watches read it) |
 //! | `pj_envelopes` | seq (u64 BE) | the balances an envelope/tick record looked up ([`super::restart`]) |
 //! | `pj_orgs` | organisation | empty: a foreign organisation authored a record here |
 //!
@@ -30,8 +32,9 @@ use accord_proto::pb::work::v1::HistoryEntry;
 use accord_proto::signing::RecordId;
 use prost::Message;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+pub use super::cache::Cache;
 
 /// Commitments (id → [`Stored`]).
 pub const COMMITMENTS: &str = "pj_commitments";
@@ -45,8 +48,12 @@ pub const ACTED: &str = "pj_acted";
 pub const ATTENTION: &str = "pj_attention";
 /// Runs.
 pub const RUNS: &str = "pj_runs";
+/// Which runs name which parent.
+pub const RUN_CHILDREN: &str = "pj_run_children";
 /// The deadline index.
 pub const DUE: &str = "pj_due";
+/// The time index: when a commitment's summary changes by time alone ([`super::timed`]).
+pub const TIMED: &str = "pj_timed";
 /// Records of commitments homed elsewhere waiting for their home's order (issue 26, item 3):
 /// record id → (its ledger sequence, the kernel record); an empty value once the home's
 /// decision applied it.
@@ -59,7 +66,9 @@ pub const CFS: &[&str] = &[
     ACTED,
     ATTENTION,
     RUNS,
+    RUN_CHILDREN,
     DUE,
+    TIMED,
     PENDING,
     super::restart::ENVELOPES,
     super::restart::ORGS,
@@ -71,8 +80,8 @@ pub const WATERMARK: &str = "projection.watermark";
 pub const LAYOUT: &str = "projection.layout";
 /// The current layout version (4: `Commitment.home`, issue 26, and the pending records of
 /// commitments homed elsewhere; 5: `content_changes` in `Commitment` and `AnswerMark`, issue
-/// 29).
-pub const LAYOUT_VERSION: &[u8] = b"5";
+/// 29; 6: the time index `pj_timed`, issue 27, which a replay fills).
+pub const LAYOUT_VERSION: &[u8] = b"6";
 
 /// What `pj_commitments` holds for one commitment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -105,6 +114,16 @@ pub struct StoredAttention {
 /// One run as stored (defined beside the runs, which the projection owns: `runs` does not
 /// depend on `projection`).
 pub use crate::runs::StoredRun;
+
+/// `pj_run_children` key.
+pub fn run_child_key(parent: &str, child: &str) -> Vec<u8> {
+    let mut k = prefix(parent);
+    k.extend_from_slice(child.as_bytes());
+    k
+}
+
+/// Default bound of the run cache (`projection.cache_runs`).
+pub const DEFAULT_RUN_CACHE: usize = 1024;
 
 /// The writes a (sub-)projection adds to the ledger's batch while it applies records; turned
 /// into the batch by [`Writes::into_batch`] just before the synced write.
@@ -208,148 +227,13 @@ pub fn decode_json<T: for<'de> Deserialize<'de>>(what: &str, v: &[u8]) -> Result
     serde_json::from_slice(v).map_err(|e| corrupt(what, e))
 }
 
-/// A bounded cache of stored commitments: two generations of at most `cap / 2` entries each; a
-/// hit in the old one moves the entry to the new one, and when the new one is full it becomes
-/// the old one (approximately least-recently-used, O(1) per operation, never more than `cap`).
-/// Only synced state enters it ([`Cache::insert_if`] refuses a value read before a publication).
-#[derive(Debug)]
-pub struct Cache {
-    inner: Mutex<CacheInner>,
-    half: usize,
-    /// Where a retired generation goes to be freed: a thread of its own, so that freeing
-    /// thousands of commitments holds neither the cache's lock (readers wait on it) nor the
-    /// ledger writer, which publishes (issue 14: 9 % of the writer's time). `None`: the thread
-    /// could not start; generations are freed in place, after the lock is released.
-    retired: Option<std::sync::mpsc::Sender<Generation>>,
-}
-
-type Generation = HashMap<String, Arc<Stored>>;
-
-#[derive(Debug, Default)]
-struct CacheInner {
-    hot: HashMap<String, Arc<Stored>>,
-    cold: HashMap<String, Arc<Stored>>,
-    /// Bumped by every publication; a read from the store inserts only if it did not change.
-    generation: u64,
-}
-
-impl CacheInner {
-    /// Inserts `s`; when the hot generation is full it becomes the cold one, and the cold one
-    /// it replaces is pushed to `retired` for the caller to free once the lock is released.
-    fn insert(&mut self, half: usize, id: String, s: Arc<Stored>, retired: &mut Vec<Generation>) {
-        if self.hot.len() >= half && !self.hot.contains_key(&id) {
-            let old = std::mem::replace(&mut self.cold, std::mem::take(&mut self.hot));
-            retired.push(old);
-        }
-        self.cold.remove(&id);
-        self.hot.insert(id, s);
-    }
-}
-
-impl Cache {
-    /// A cache of at most `cap` commitments (at least 2).
-    pub fn new(cap: usize) -> Cache {
-        let (tx, rx) = std::sync::mpsc::channel::<Generation>();
-        // Ends when the cache (the only sender) is dropped.
-        let retired = std::thread::Builder::new()
-            .name("cache-free".into())
-            .spawn(move || {
-                while let Ok(g) = rx.recv() {
-                    drop(g)
-                }
-            })
-            .ok()
-            .map(|_| tx);
-        Cache {
-            inner: Mutex::default(),
-            half: (cap / 2).max(1),
-            retired,
-        }
-    }
-
-    /// Frees retired generations off the caller's thread (called with the lock released).
-    fn retire(&self, generations: Vec<Generation>) {
-        for g in generations {
-            if g.is_empty() {
-                continue;
-            }
-            match &self.retired {
-                Some(tx) => {
-                    // A send fails only when the thread is gone; the map is then freed here.
-                    let _ = tx.send(g);
-                }
-                None => drop(g),
-            }
-        }
-    }
-
-    fn get(&self, id: &str) -> (Option<Arc<Stored>>, u64) {
-        let mut retired = Vec::new();
-        let found = {
-            let Ok(mut c) = self.inner.lock() else {
-                return (None, 0);
-            };
-            if let Some(s) = c.hot.get(id) {
-                return (Some(s.clone()), c.generation);
-            }
-            match c.cold.remove(id) {
-                Some(s) => {
-                    let half = self.half;
-                    c.insert(half, id.to_string(), s.clone(), &mut retired);
-                    (Some(s), c.generation)
-                }
-                None => (None, c.generation),
-            }
-        };
-        self.retire(retired);
-        found
-    }
-
-    fn insert_if(&self, generation: u64, id: &str, s: Arc<Stored>) {
-        let mut retired = Vec::new();
-        if let Ok(mut c) = self.inner.lock()
-            && c.generation == generation
-        {
-            let half = self.half;
-            c.insert(half, id.to_string(), s, &mut retired);
-        }
-        self.retire(retired);
-    }
-
-    /// Publishes synced values: replaces (or drops) them and refuses older reads in flight.
-    pub fn publish(&self, changed: impl IntoIterator<Item = (String, Option<Arc<Stored>>)>) {
-        let mut retired = Vec::new();
-        if let Ok(mut c) = self.inner.lock() {
-            c.generation += 1;
-            let half = self.half;
-            for (id, s) in changed {
-                match s {
-                    Some(s) => c.insert(half, id, s, &mut retired),
-                    None => {
-                        c.hot.remove(&id);
-                        c.cold.remove(&id);
-                    }
-                }
-            }
-        }
-        self.retire(retired);
-    }
-
-    /// How many commitments it holds.
-    pub fn size(&self) -> usize {
-        self.inner
-            .lock()
-            .map(|c| c.hot.len() + c.cold.len())
-            .unwrap_or(0)
-    }
-}
-
 /// The stored projection: the store and the cache of commitments, shared by the writer's working
 /// copy and every reader.
 #[derive(Debug)]
 pub struct Persisted {
     store: Arc<Store>,
     cache: Cache,
+    runs: Cache<accord_kernel::run::Run>,
 }
 
 impl Persisted {
@@ -358,7 +242,47 @@ impl Persisted {
         Persisted {
             store,
             cache: Cache::new(cap),
+            runs: Cache::new(DEFAULT_RUN_CACHE),
         }
+    }
+
+    /// Reads runs through a cache of `cap` runs (`projection.cache_runs`).
+    pub fn with_run_cache(mut self, cap: usize) -> Persisted {
+        self.runs = Cache::new(cap);
+        self
+    }
+
+    /// The run cache.
+    pub fn run_cache(&self) -> &Cache<accord_kernel::run::Run> {
+        &self.runs
+    }
+
+    /// The stored state of run `id` (from the run cache, or read and cached).
+    pub fn run(&self, id: &str) -> Result<Option<Arc<accord_kernel::run::Run>>, Error> {
+        let (hit, generation) = self.runs.get(id);
+        if hit.is_some() {
+            return Ok(hit);
+        }
+        match self.store.get_extra(RUNS, id.as_bytes())? {
+            Some(v) => {
+                let r = Arc::new(decode_json::<StoredRun>("run", &v)?.run);
+                self.runs.insert_if(generation, id, r.clone());
+                Ok(Some(r))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// How many runs name `parent` as their parent (O(those), from `pj_run_children`).
+    pub fn child_count(&self, parent: &str) -> Result<usize, Error> {
+        let p = prefix(parent);
+        let mut n = 0;
+        self.store.scan_extra(RUN_CHILDREN, &p, |k, _| {
+            let mine = k.starts_with(&p);
+            n += usize::from(mine);
+            mine
+        })?;
+        Ok(n)
     }
 
     /// The store.
@@ -546,6 +470,30 @@ impl Persisted {
         Ok(out)
     }
 
+    /// The commitments whose summary changes by time in `(after, until]`, in time order, at
+    /// most `max` (the time index; a watch's tick reads only what came due since its last).
+    pub fn timed(&self, after: i64, until: i64, max: usize) -> Result<Vec<(i64, String)>, Error> {
+        let mut out = Vec::new();
+        if until <= after {
+            return Ok(out);
+        }
+        let from = after.saturating_add(1).max(0) as u64;
+        let end = until.max(0) as u64;
+        self.store
+            .scan_extra(TIMED, &from.to_be_bytes(), |key, _| {
+                let Some(t) = key.get(..8).and_then(|b| b.try_into().ok()) else {
+                    return false;
+                };
+                let t = u64::from_be_bytes(t);
+                if t > end {
+                    return false;
+                }
+                out.push((t as i64, String::from_utf8_lossy(&key[8..]).into_owned()));
+                out.len() < max
+            })?;
+        Ok(out)
+    }
+
     /// Every record still waiting for its commitment's home (loaded once at start-up).
     pub fn pending(&self) -> Result<Vec<(u64, k::Record)>, Error> {
         let mut out = Vec::new();
@@ -556,20 +504,6 @@ impl Persisted {
                     Ok(r) => out.push(r),
                     Err(e) => failed = Some(e),
                 }
-            }
-            failed.is_none()
-        })?;
-        failed.map_or(Ok(out), Err)
-    }
-
-    /// Every stored run (loaded once at start-up).
-    pub fn runs(&self) -> Result<Vec<StoredRun>, Error> {
-        let mut out = Vec::new();
-        let mut failed = None;
-        self.store.scan_extra(RUNS, &[], |_, v| {
-            match decode_json::<StoredRun>("run", v) {
-                Ok(r) => out.push(r),
-                Err(e) => failed = Some(e),
             }
             failed.is_none()
         })?;

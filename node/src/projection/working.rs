@@ -5,7 +5,8 @@
 
 use super::due::next_due;
 use super::restart;
-use super::store::{self, Persisted, Stored, StoredAttention, StoredRun, Writes};
+use super::store::{self, Persisted, Stored, StoredAttention, Writes};
+use super::timed;
 use crate::error::Error;
 use crate::ledger::{Batch, Outcome, Store};
 use accord_kernel as k;
@@ -40,11 +41,15 @@ pub struct Working {
     /// Ids found absent from the store since the last persist: a new commitment is looked up
     /// once per batch, not once per look (creation puts it in `overlay`, which is read first).
     absent: std::collections::HashSet<String>,
-    /// The deadline-index key each changed commitment had in the store (to delete it).
-    base_due: HashMap<String, Option<i64>>,
+    /// Each changed commitment as it was before the batch (its deadline-index key and time
+    /// index points to delete, its summary to compare for the change feed).
+    base: HashMap<String, Option<Arc<Stored>>>,
+    /// Commitments the batch gave a new reader (a watch of that party must hear of them).
+    new_readers: std::collections::HashSet<String>,
     /// Other writes of the batch (history, readers, attention, acted upon).
     writes: Writes,
-    /// The runs (in memory; persisted run by run, loaded at open).
+    /// The runs the batch changed, over those not published yet, over the store
+    /// ([`crate::runs`]).
     pub runs: crate::runs::Runs,
     /// The commit envelopes (seed 003; in memory, see [`Working::apply`]).
     pub envelopes: crate::envelopes::Envelopes,
@@ -72,11 +77,10 @@ pub const AWAITING_SEQUENCE: &str = "awaiting_sequence";
 
 impl Working {
     /// Opens on the stored projection `db`, whose watermark is `next`.
-    pub fn open(&mut self, db: Arc<Persisted>, next: u64, runs: Vec<StoredRun>, orgs: Vec<String>) {
+    pub fn open(&mut self, db: Arc<Persisted>, next: u64, orgs: Vec<String>) {
         self.orgs = orgs.into_iter().collect();
         self.db = Some(db);
         self.next = next;
-        self.runs = crate::runs::Runs::load(runs);
     }
 
     /// The records still waiting for their home's decision, read at open.
@@ -109,9 +113,9 @@ impl Working {
     /// Sets the batch's state of a commitment.
     fn set(&mut self, s: Stored) {
         let id = s.commitment.id.clone();
-        if !self.base_due.contains_key(&id) {
-            let base = self.load(&id).and_then(|o| o.due_ms);
-            self.base_due.insert(id.clone(), base);
+        if !self.base.contains_key(&id) {
+            let base = self.load(&id);
+            self.base.insert(id.clone(), base);
         }
         self.overlay.insert(id, Arc::new(s));
     }
@@ -124,6 +128,7 @@ impl Working {
             .unwrap_or_default();
         for p in k::parties_with_role(&c) {
             if !had.contains(&p) {
+                self.new_readers.insert(c.id.clone());
                 self.writes
                     .put(store::READERS, store::reader_key(&c.id, &p), Vec::new());
             }
@@ -211,8 +216,7 @@ impl Working {
 
     /// The commitments the run machine may look at for a record of run `run`: the record's, and
     /// the one the run executes.
-    fn dir_for_run(&mut self, record: &k::Record, run: &str) -> Dir {
-        let executed = self.runs.get(run).and_then(|r| r.commitment.clone());
+    fn dir_for_run(&mut self, record: &k::Record, executed: Option<String>) -> Dir {
         let mut m = HashMap::new();
         for id in [Some(record.commitment.clone()), executed]
             .into_iter()
@@ -241,8 +245,7 @@ impl Working {
         // Run records go to the run machine (seed 002), not to the commitment kernel; it decides
         // who may write them on the commitment the run executes.
         if let k::Operation::Run(op) = &record.op {
-            let dir = self.dir_for_run(record, &op.run);
-            return self.runs.apply(&dir, record, access, now);
+            return self.apply_run(record, &op.run, access, now);
         }
         if let k::Operation::Envelope(_) | k::Operation::Tick(_) = record.op {
             return self.apply_envelope(seq, record, access, now);
@@ -284,7 +287,11 @@ impl Working {
                     access,
                 ));
             }
-            return None;
+            // The home's own record: it applied it with its own organisation's grants, which
+            // this node does not hold; its authorities are taken on the home's word
+            // (`Access::vouched`), so both apply the same records.
+            let now = self.now;
+            return Some(self.apply_commitment(seq, seq, record, &access.vouching(&record.author), now));
         }
         // This node's own declarations about peer records stay local, as before; and a
         // commitment this organisation holds in an open commit envelope refuses its parties'
@@ -332,7 +339,8 @@ impl Working {
         // The record's history entry (at its own position) now holds its final outcome: one
         // entry per record, the same at every node.
         if outcome == k::AdmissionOutcome::Admitted {
-            let o = self.apply_commitment(seq, at_seq, &r, access, at);
+            // The home checked the author's authorities with its grants; its word stands here.
+            let o = self.apply_commitment(seq, at_seq, &r, &access.vouching(&r.author), at);
             if !o.applied {
                 tracing::error!(
                     commitment = %r.commitment,
@@ -442,6 +450,33 @@ impl Working {
         );
     }
 
+    /// Applies a run record of run `run` (seed 002), reading the runs it needs from the store
+    /// (through the run cache) unless the batch or an unpublished one changed them.
+    fn apply_run(
+        &mut self,
+        record: &k::Record,
+        run: &str,
+        access: &k::Access,
+        now: i64,
+    ) -> Outcome {
+        let db = self.db.clone();
+        let failed = std::cell::RefCell::new(None);
+        let load = |id: &str| {
+            db.as_ref()?
+                .run(id)
+                .map_err(|e| *failed.borrow_mut() = Some(e))
+                .ok()
+                .flatten()
+        };
+        let executed = self.runs.get(run, &load).and_then(|r| r.commitment.clone());
+        let dir = self.dir_for_run(record, executed);
+        let outcome = self.runs.apply(&load, &dir, record, access, now);
+        if let Some(e) = failed.into_inner() {
+            self.failed.get_or_insert(e);
+        }
+        outcome
+    }
+
     /// Applies an envelope or tick record to the in-memory envelopes, indexing it (with the
     /// balances it looked up) for start-up ([`super::restart`]).
     fn apply_envelope(
@@ -480,10 +515,16 @@ impl Working {
     }
 
     /// Adds the batch's writes to `batch`: the changed commitments with their deadline-index
-    /// keys, the other derived state, the changed runs, and the watermark. Returns the changed
-    /// commitments, for the readers' cache once the batch is synced; until then later batches
-    /// read them here (`inflight`).
-    pub fn persist(&mut self, st: &Store, batch: &mut Batch) -> Result<Changed, Error> {
+    /// keys and time-index points, the other derived state, the changed runs, and the
+    /// watermark. Returns the changed commitments, for the readers' cache once the batch is
+    /// synced (until then later batches read them here, `inflight`), and the ids the change
+    /// feed is to carry: those whose summary at the batch's time differs from before it, or
+    /// that gained a reader ([`super::timed`]).
+    pub fn persist(
+        &mut self,
+        st: &Store,
+        batch: &mut Batch,
+    ) -> Result<(Changed, Vec<String>, crate::runs::RunBatch), Error> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
@@ -491,6 +532,7 @@ impl Working {
         // than the commitments and their deadline index below, so their order does not matter.
         std::mem::take(&mut self.writes).into_batch(st, batch)?;
         let mut changed = Vec::with_capacity(self.overlay.len());
+        let mut feed = Vec::new();
         // One buffer for every commitment's encoding, put straight into the batch (which copies
         // it): no allocation, regrowth and second copy per commitment (issue 14: the writer's
         // profile had 12 % in `to_allocvec` and 11 % in moving those vectors into the batch).
@@ -503,7 +545,26 @@ impl Working {
             } else {
                 None
             };
-            let base = self.base_due.get(&id).copied().flatten();
+            let before = self.base.get(&id).cloned().flatten();
+            if before.as_ref().is_none_or(|b| {
+                timed::summary_key(&b.commitment, self.now)
+                    != timed::summary_key(&s.commitment, self.now)
+            }) || self.new_readers.contains(&id)
+            {
+                feed.push(id.clone());
+            }
+            let old_points = before
+                .as_ref()
+                .map(|b| timed::change_points(&b.commitment))
+                .unwrap_or_default();
+            let points = timed::change_points(&s.commitment);
+            for t in old_points.iter().filter(|t| !points.contains(t)) {
+                st.delete_extra(batch, store::TIMED, &timed::key(*t, &id))?;
+            }
+            for t in points.iter().filter(|t| !old_points.contains(t)) {
+                st.put_extra(batch, store::TIMED, &timed::key(*t, &id), &[])?;
+            }
+            let base = before.and_then(|b| b.due_ms);
             if base != due {
                 if let Some(b) = base {
                     st.delete_extra(batch, store::DUE, &store::due_key(b, &id))?;
@@ -521,16 +582,30 @@ impl Working {
             changed.push((id, Some(s)));
         }
         self.scratch = buf;
-        self.base_due.clear();
+        self.base.clear();
+        self.new_readers.clear();
         self.absent.clear();
         let mut writes = store::Writes::default();
-        for (id, r) in self.runs.changed() {
-            writes.put(store::RUNS, id.as_bytes().to_vec(), store::encode_json(&r));
+        let runs = self.runs.persist();
+        for (id, run) in &runs.runs {
+            let stored = crate::runs::StoredRunRef { run };
+            writes.put(
+                store::RUNS,
+                id.as_bytes().to_vec(),
+                store::encode_json(&stored),
+            );
+        }
+        for (parent, child) in &runs.children {
+            writes.put(
+                store::RUN_CHILDREN,
+                store::run_child_key(parent, child),
+                Vec::new(),
+            );
         }
         writes.into_batch(st, batch)?;
         st.batch_meta(batch, store::WATERMARK, &self.next.to_be_bytes())?;
         st.batch_meta(batch, store::LAYOUT, store::LAYOUT_VERSION)?;
-        Ok(changed)
+        Ok((changed, feed, runs))
     }
 
     /// The batch that changed `changed` is synced and in the readers' cache: later batches read

@@ -123,8 +123,18 @@ pub fn page(
     })
 }
 
+/// Notifications read per step of `WatchAttention`: the most a slow client's stream holds in
+/// memory besides its channel.
+const WATCH_CHUNK: usize = 64;
+
 /// The loop of `WatchAttention`: what is there from `from_sequence`, then each new notification
 /// once the ledger has published its record. Ends when the client goes away.
+///
+/// Unlike `WatchCommitments` it keeps no pending set: the list is stored (`pj_attention`), so
+/// the watch reads it from where its client is, one chunk at a time, only as the client takes
+/// what was read. A slow client is behind in the stored list, never in memory (at most one
+/// chunk), loses nothing and needs no `watch_lagged`; the writer never waits on it (the ledger
+/// length is a `watch` channel, which keeps only the latest value).
 pub async fn watch(
     node: Arc<Node>,
     who: k::Party,
@@ -134,14 +144,14 @@ pub async fn watch(
     let mut len = node.ledger.watch_len();
     let mut after = from_sequence.checked_sub(1);
     loop {
-        let items = match read(&node, &who, after, super::commitments::MAX_PAGE) {
+        let items = match read(&node, &who, after, WATCH_CHUNK) {
             Ok(i) => i,
             Err(e) => {
                 let _ = tx.send(Err(e.into())).await;
                 return;
             }
         };
-        let more = items.len() == super::commitments::MAX_PAGE;
+        let more = items.len() == WATCH_CHUNK;
         for i in items {
             after = Some(i.sequence);
             if tx.send(Ok(i)).await.is_err() {

@@ -10,15 +10,17 @@ use crate::projection::CommitmentRef;
 use accord_kernel as k;
 use accord_proto::pb::record::v1::PartyRef;
 use accord_proto::pb::work::v1 as pb;
-use std::collections::HashMap;
-use std::sync::Arc;
+
+#[path = "commitments_watch.rs"]
+mod watch;
+pub use watch::watch;
 
 /// Default and largest page sizes.
 pub const DEFAULT_PAGE: usize = 100;
 /// Largest page a client may ask for.
 pub const MAX_PAGE: usize = 1000;
-/// Commitments visited per hold of the projection's read lock by `ListCommitments` and
-/// `WatchCommitments` ([`Filter::scan`]).
+/// Commitments visited per hold of the projection's read lock by `ListCommitments`
+/// ([`Filter::scan`]; `WatchCommitments` reads smaller chunks, [`watch`]).
 pub const SCAN_CHUNK: usize = 256;
 
 /// A validated `ListCommitmentsRequest` filter.
@@ -238,68 +240,6 @@ pub fn page(
         true
     })?;
     Ok(out)
-}
-
-/// The watch loop of `WatchCommitments`: sends each matching summary once, then again whenever
-/// it changes. It wakes when the ledger grows (a record was published) and on each Work service
-/// clock tick (flags and axes also change with time). Ends when the client goes away.
-pub async fn watch(
-    node: Arc<Node>,
-    rules: Arc<Visibility>,
-    filter: Filter,
-    tx: tokio::sync::mpsc::Sender<Result<pb::CommitmentSummary, tonic::Status>>,
-) {
-    let mut len = node.ledger.watch_len();
-    let mut tick = tokio::time::interval(std::time::Duration::from_millis(
-        node.config.clock.tick_ms.max(1),
-    ));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut sent: HashMap<String, pb::CommitmentSummary> = HashMap::new();
-    let mut first = true;
-    loop {
-        let scan = {
-            let (node, rules, filter) = (node.clone(), rules.clone(), filter.clone());
-            tokio::task::spawn_blocking(move || {
-                let now = node.clock.now_ms();
-                let mut summaries = Vec::new();
-                filter
-                    .scan(&node, &rules, "", SCAN_CHUNK, |chunk| {
-                        summaries.extend(chunk.iter().filter_map(|c| filter.summary(c, now)));
-                        true
-                    })
-                    .map(|()| summaries)
-            })
-            .await
-        };
-        let summaries = match scan {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => {
-                let _ = tx.send(Err(e.into())).await;
-                return;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "watch scan failed");
-                let _ = tx.send(Err(Error::Internal(e.to_string()).into())).await;
-                return;
-            }
-        };
-        for mut s in summaries {
-            if sent.get(&s.commitment_id) == Some(&s) {
-                continue;
-            }
-            sent.insert(s.commitment_id.clone(), s.clone());
-            s.change = if first { "initial" } else { "changed" }.into();
-            if tx.send(Ok(s)).await.is_err() {
-                return;
-            }
-        }
-        first = false;
-        tokio::select! {
-            _ = tx.closed() => return,
-            r = len.changed() => if r.is_err() { return },
-            _ = tick.tick() => {}
-        }
-    }
 }
 
 #[cfg(test)]

@@ -109,8 +109,8 @@ impl RunApi {
                 .projection
                 .write()
                 .map_err(|_| poisoned())?
-                .runs
-                .take_effects(&id);
+                .run_effects
+                .take(&id);
             for e in effects {
                 let (commitment, basis, op) = match e {
                     kr::RunEffect::ExecutionClaim {
@@ -204,11 +204,11 @@ impl RunApi {
             Op::RunDecision(_) => kr::Writer::Approver,
             _ => kr::Writer::Executor,
         };
-        let Some(r) = p.runs.get(run) else {
+        let Some(r) = p.run(run) else {
             return Err(run_not_found(run));
         };
         let executed = r.commitment.as_deref().and_then(|c| p.get(c));
-        if kr::may_write_as(r, executed.as_deref(), &self.access, who, writer) {
+        if kr::may_write_as(&r, executed.as_deref(), &self.access, who, writer) {
             Ok(r.commitment.clone().unwrap_or_default())
         } else {
             Err(run_not_found(run))
@@ -218,25 +218,25 @@ impl RunApi {
     /// The caller, if it may read run `id`, with the run's derived state; NOT_FOUND otherwise.
     /// A party reads a run it executes, and one executing a commitment it may read; writing a
     /// record of a run grants nothing.
-    fn readable<T>(&self, req: &Request<T>, id: &str) -> Result<(kr::Run, usize), Error> {
+    fn readable<T>(&self, req: &Request<T>, id: &str) -> Result<(Arc<kr::Run>, usize), Error> {
         let caller = self.node.tokens.caller(req)?;
         let (run, children) = {
             let p = self.node.projection.read().map_err(|_| poisoned())?;
-            let Some(run) = p.runs.get(id) else {
+            let Some(run) = p.run(id) else {
                 return Err(run_not_found(id));
             };
             let on_it = match &caller {
                 Caller::Operator => true,
                 Caller::Party(name) => *run.executor() == k::Party::new(self.node.name(), name),
             };
-            (on_it.then(|| run.clone()), p.runs.child_count(id))
+            (on_it.then(|| run.clone()), p.child_count(id))
         };
         let visible = match run {
             Some(r) => Some(r),
             None => {
                 // A party with a role on the executed commitment reads the run too.
                 let p = self.node.projection.read().map_err(|_| poisoned())?;
-                let run = p.runs.get(id).cloned();
+                let run = p.run(id);
                 drop(p);
                 match run {
                     Some(r)
