@@ -1,0 +1,165 @@
+//! Issue 27, item 3: `WatchCommitments` sends changes from the projection's change feed and
+//! from the time index, not from rescans. On an in-process node on a driven clock (the Work
+//! service ticks every 20 ms of real time; the clock only moves when the test moves it), a
+//! watch sees a record made after it started, and a flag that only time raises (overdue: no
+//! record is written for it).
+
+mod federation_common;
+
+use accord_node::clock::{Clock, ManualClock};
+use accord_proto::pb::record::v1::{self as rec, Record, record::Operation};
+use accord_proto::pb::work::v1 as work;
+use accord_tests::TestNode;
+use federation_common::{declare, ledger, party, record};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// A deadline guard for stream messages (not a timing assertion).
+const WAIT: Duration = Duration::from_secs(30);
+const T0: i64 = 1_900_000_000_000;
+/// The request's due time.
+const DUE: i64 = T0 + 60_000;
+
+/// An in-process node over a TestNode's directory, on a driven clock.
+struct Driven {
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<Result<(), accord_node::Error>>,
+}
+
+async fn acme() -> (TestNode, Driven, Arc<ManualClock>) {
+    let mut n = TestNode::builder("acme")
+        .party("alice")
+        .party("bob")
+        .config(|t, _| *t = t.replace("tick_ms = 1000", "tick_ms = 20"))
+        .init()
+        .unwrap();
+    let (clock, manual) = Clock::manual(T0);
+    let config = accord_node::config::Config::load(&n.dir.join("accord.toml")).expect("config");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    n.addr = listener.local_addr().unwrap();
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(accord_node::run_with_clock(
+        config,
+        listener,
+        shutdown.clone(),
+        clock,
+    ));
+    accord_tests::wait_serving(n.channel().await.unwrap())
+        .await
+        .unwrap();
+    (n, Driven { shutdown, task }, manual)
+}
+
+/// alice asks bob for `id`, due at [`DUE`].
+fn asked(id: &str) -> Record {
+    record(
+        "acme",
+        "alice",
+        id,
+        &[],
+        Operation::Request(rec::Request {
+            candidate: Some(party("acme", "bob")),
+            terms: Some(rec::Terms {
+                title: "report".into(),
+                due_unix_ms: DUE,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+    )
+}
+
+async fn next(s: &mut tonic::Streaming<work::CommitmentSummary>) -> work::CommitmentSummary {
+    tokio::time::timeout(WAIT, s.message())
+        .await
+        .expect("a message within the deadline")
+        .expect("stream ok")
+        .expect("stream open")
+}
+
+fn seen(s: &work::CommitmentSummary) -> (&str, &str, &str, Vec<&str>) {
+    (
+        s.commitment_id.as_str(),
+        s.change.as_str(),
+        s.state.as_str(),
+        s.flags.iter().map(String::as_str).collect(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_sees_a_record_made_after_it_started_and_a_flag_raised_by_time() {
+    let (n, d, clock) = acme().await;
+    declare(&n, "alice", asked("c-1")).await;
+    let mut alice = n.work_party("alice").await.unwrap();
+    let mut watch = alice
+        .watch_commitments(work::ListCommitmentsRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        seen(&next(&mut watch).await),
+        ("c-1", "initial", "requested", vec![])
+    );
+
+    // A record after the watch started: it comes from the feed.
+    declare(
+        &n,
+        "bob",
+        record(
+            "acme",
+            "bob",
+            "c-1",
+            &[],
+            Operation::Promise(rec::Promise {}),
+        ),
+    )
+    .await;
+    assert_eq!(
+        seen(&next(&mut watch).await),
+        ("c-1", "changed", "promised", vec![])
+    );
+    // A commitment created after the watch started comes from the feed too.
+    declare(&n, "alice", asked("c-2")).await;
+    assert_eq!(
+        seen(&next(&mut watch).await),
+        ("c-2", "changed", "requested", vec![])
+    );
+
+    // Time alone: the due time passes (the kernel's `overdue` is `now > due`). No record is
+    // written for a flag; the time index names c-1 and c-2 at DUE + 1.
+    let records = ledger(&n).await.len();
+    clock.advance(DUE + 1 - T0);
+    let mut overdue = vec![next(&mut watch).await, next(&mut watch).await];
+    overdue.sort_by(|a, b| a.commitment_id.cmp(&b.commitment_id));
+    assert_eq!(
+        overdue.iter().map(seen).collect::<Vec<_>>(),
+        [
+            ("c-1", "changed", "promised", vec!["overdue"]),
+            ("c-2", "changed", "requested", vec!["overdue"]),
+        ]
+    );
+    assert_eq!(ledger(&n).await.len(), records, "a flag writes no record");
+
+    // The operator's watch, started now, shows the flag in its first scan.
+    let mut op = n.work().await.unwrap();
+    let mut all = op
+        .watch_commitments(work::ListCommitmentsRequest {
+            flag: "overdue".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let firsts = [next(&mut all).await, next(&mut all).await];
+    assert_eq!(
+        firsts.iter().map(seen).collect::<Vec<_>>(),
+        [
+            ("c-1", "initial", "promised", vec!["overdue"]),
+            ("c-2", "initial", "requested", vec!["overdue"]),
+        ]
+    );
+    d.shutdown.cancel();
+    d.task.await.unwrap().unwrap();
+    drop((watch, all));
+}
