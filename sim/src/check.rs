@@ -18,9 +18,10 @@ pub async fn all(w: &World) {
             None => w.net.violation(format!("{org} is down after healing")),
         }
     }
-    let ledgers: Vec<Vec<Entry>> = (0..ORGS.len())
+    let mut ledgers: Vec<Vec<Entry>> = (0..ORGS.len())
         .map(|i| w.node(i).map(|n| ledger(w, i, &n)).unwrap_or_default())
         .collect();
+    tamper_ledgers(w, &mut ledgers);
     delivered_once_in_order(w, &ledgers);
     same_view(w);
     decided(w);
@@ -82,6 +83,64 @@ fn ledger(w: &World, i: usize, n: &EmbeddedNode) -> Vec<Entry> {
         }
     }
     out
+}
+
+/// Breaks the ledgers as read, for the tests that show `delivered_once_in_order` fires: the
+/// first receiver's first admitted peer record removed, its opening declaration doubled, or two
+/// of one author's records of one commitment swapped.
+fn tamper_ledgers(w: &World, ledgers: &mut [Vec<Entry>]) {
+    for (r, l) in ledgers.iter_mut().enumerate() {
+        let here = ORGS[r].0;
+        // A peer's applied record on a planned commitment this receiver holds: what
+        // `delivered_once_in_order` checks.
+        let checked = |e: &Entry| {
+            org_of(&e.record) != here
+                && !is_admission(&e.record)
+                && e.applied
+                && w.plans
+                    .iter()
+                    .any(|p| p.id == e.record.commitment_id && p.orgs().contains(&r))
+        };
+        let peer_record = |l: &[Entry]| l.iter().position(checked);
+        match w.opts.tamper {
+            Tamper::Undelivered => {
+                if let Some(p) = peer_record(l) {
+                    l.remove(p);
+                    return;
+                }
+            }
+            Tamper::DecidedTwice => {
+                let opening = l.iter().position(|e| {
+                    org_of(&e.record) == here
+                        && matches!(&e.record.operation, Some(Operation::Admission(a)) if a.closes.is_empty())
+                });
+                if let Some(p) = opening {
+                    let again = l[p].clone();
+                    l.push(again);
+                    return;
+                }
+            }
+            Tamper::Reordered => {
+                for p in 0..l.len() {
+                    if !checked(&l[p]) {
+                        continue;
+                    }
+                    let first = &l[p].record;
+                    let later = (p + 1..l.len()).find(|&q| {
+                        let e = &l[q];
+                        checked(e)
+                            && org_of(&e.record) == org_of(first)
+                            && e.record.commitment_id == first.commitment_id
+                    });
+                    if let Some(q) = later {
+                        l.swap(p, q);
+                        return;
+                    }
+                }
+            }
+            _ => return,
+        }
+    }
 }
 
 fn org_of(r: &Record) -> &str {
@@ -403,6 +462,7 @@ fn decided(w: &World) {
 /// Every receipt an organisation stored for its acknowledged records verifies with the peer's
 /// node key and is about that record.
 fn receipts_verify(w: &World) {
+    let mut tampered = false;
     for (&i, acked) in &w.acked {
         let Some(n) = w.node(i) else { continue };
         for (id, _) in acked {
@@ -413,7 +473,12 @@ fn receipts_verify(w: &World) {
                     continue;
                 }
             };
-            for s in stored {
+            for mut s in stored {
+                if w.opts.tamper == Tamper::Receipt && !tampered && !s.receipt.is_empty() {
+                    let last = s.receipt.len() - 1;
+                    s.receipt[last] ^= 1;
+                    tampered = true;
+                }
                 let Some(peer) = w.orgs.iter().find(|o| o.name == s.peer) else {
                     w.net
                         .violation(format!("{}: a receipt from unknown {}", ORGS[i].0, s.peer));

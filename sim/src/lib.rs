@@ -78,6 +78,16 @@ pub enum Tamper {
     Missing,
     /// One acknowledged race record shows as still waiting for its order at its author.
     Pending,
+    /// One peer record is missing from the ledger a receiver shows (`delivered_once_in_order`).
+    Undelivered,
+    /// One opening admission declaration shows twice in its receiver's ledger
+    /// (`delivered_once_in_order`).
+    DecidedTwice,
+    /// Two records of one author and commitment show swapped in a receiver's ledger
+    /// (`delivered_once_in_order`).
+    Reordered,
+    /// One stored receipt has a byte flipped (`receipts_verify`).
+    Receipt,
 }
 
 impl Default for Options {
