@@ -841,9 +841,12 @@ fn decode_entry(v: &[u8]) -> Result<LedgerEntry, Error> {
 
 #[cfg(test)]
 mod space {
-    //! Bytes on disk per 1 KiB record (issue 15, item 5). Ignored in the suite (it writes
-    //! ~100 MB); run with
-    //! `cargo test -p accord-node --lib bytes_per_record -- --ignored --nocapture`.
+    //! Bytes on disk per 1 KiB record (issue 15, item 5): in the suite over 5,000 records, held
+    //! to issue 15's bound (at most 1.5 KiB on disk per 1 KiB record) and to compression paying
+    //! for the index and the tree (less on disk than the signed records' own bytes). The
+    //! measurement BENCHMARKS.md describes is 50,000 records:
+    //! `ACCORD_SPACE_RECORDS=50000 cargo test -p accord-node --lib bytes_per_record -- --nocapture`
+    //! (`ACCORD_TEST_NO_COMPRESSION=1` for the uncompressed baseline, which fails the bound).
     use crate::ledger::{AcceptAll, Append, Ledger};
     use accord_proto::pb::record::v1 as pb;
     use rand::Rng;
@@ -879,9 +882,11 @@ mod space {
     }
 
     #[tokio::test(flavor = "multi_thread")]
-    #[ignore]
     async fn bytes_per_record() {
-        const N: u64 = 50_000;
+        let n: u64 = std::env::var("ACCORD_SPACE_RECORDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(5_000);
         let dir = tempfile::tempdir().unwrap();
         let (clock, _) = crate::clock::Clock::manual(1_700_000_000_000);
         let (ledger, writer) = Ledger::open(dir.path(), AcceptAll, 512, clock).unwrap();
@@ -890,7 +895,7 @@ mod space {
         let mut rng = rand::thread_rng();
         let mut logical = 0u64;
         let mut pending = Vec::new();
-        for i in 0..N {
+        for i in 0..n {
             let r = pb::Record {
                 author: Some(pb::PartyRef {
                     organisation: "acme".into(),
@@ -938,11 +943,22 @@ mod space {
         let store = ledger.store().clone();
         store.compact().unwrap();
         let on_disk = dir_bytes(dir.path());
+        let (signed, per_record) = (logical as f64 / n as f64, on_disk as f64 / n as f64);
         println!(
-            "records {N}: signed record {:.0} B on average; on disk {:.0} B per record \
-             (records, ids, tree, meta; compacted)",
-            logical as f64 / N as f64,
-            on_disk as f64 / N as f64
+            "records {n}: signed record {signed:.0} B on average; on disk {per_record:.0} B per \
+             record (records, ids, tree, meta; compacted)"
+        );
+        assert!(
+            (1000.0..1100.0).contains(&signed),
+            "the records are about 1 KiB: {signed:.0} B"
+        );
+        assert!(
+            per_record <= 1.5 * 1024.0,
+            "{per_record:.0} B on disk per ~1 KiB record, issue 15's bound is 1.5 KiB"
+        );
+        assert!(
+            per_record < signed,
+            "{per_record:.0} B on disk per record, {signed:.0} B signed: compression does not pay for the index and tree"
         );
         ledger.stop().await;
         drop(ledger);
