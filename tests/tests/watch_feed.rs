@@ -130,7 +130,7 @@ async fn a_watch_sees_a_record_made_after_it_started_and_a_flag_raised_by_time()
     // written for a flag; the time index names c-1 and c-2 at DUE + 1.
     let records = ledger(&n).await.len();
     clock.advance(DUE + 1 - T0);
-    let mut overdue = vec![next(&mut watch).await, next(&mut watch).await];
+    let mut overdue = [next(&mut watch).await, next(&mut watch).await];
     overdue.sort_by(|a, b| a.commitment_id.cmp(&b.commitment_id));
     assert_eq!(
         overdue.iter().map(seen).collect::<Vec<_>>(),

@@ -199,7 +199,11 @@ async fn run(node: &Node, rules: &Visibility, filter: &Filter, tx: &Tx) -> Resul
                 let now = node.clock.now_ms();
                 // Read one more than the set can take: more is lagging anyway.
                 let max = dirty.bound.saturating_sub(dirty.len()).saturating_add(1);
-                let due = node.projection.read().map_err(|_| poisoned())?.timed(timed_after, now, max);
+                let due = node
+                    .projection
+                    .read()
+                    .map_err(|_| poisoned())?
+                    .timed(timed_after, now, max);
                 timed_after = match due.last() {
                     Some((t, _)) if due.len() == max => *t - 1,
                     _ => now,
