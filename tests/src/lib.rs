@@ -14,8 +14,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
+pub mod envelopes;
 mod inproc;
 pub mod metrics;
+pub mod records;
 pub use inproc::InProc;
 
 /// The directory holding the workspace's binaries (next to the test executable's `deps/`).
@@ -468,31 +470,25 @@ pub struct TestWitness {
 impl TestWitness {
     /// `accord-witness init`, configured to witness the log `origin` with `vkey`, then started.
     pub async fn start(name: &str, origin: &str, vkey: &str) -> Result<TestWitness> {
+        Self::start_with(name, origin, vkey, |_| {}).await
+    }
+
+    /// [`TestWitness::start`], with `edit` applied to the config text before the first start.
+    pub async fn start_with(
+        name: &str,
+        origin: &str,
+        vkey: &str,
+        edit: impl FnOnce(&mut String),
+    ) -> Result<TestWitness> {
         let tmp = tempfile::tempdir()?;
         let dir = tmp.path().join("witness");
-        let out = Command::new(bin("accord-witness"))
-            .args(["init", "--dir"])
-            .arg(&dir)
-            .args([
-                "--name",
-                name,
-                "--grpc-listen",
-                "127.0.0.1:0",
-                "--http-listen",
-                "127.0.0.1:0",
-            ])
-            .output()?;
-        if !out.status.success() {
-            return Err(anyhow!(
-                "witness init failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
+        witness_init(&dir, name)?;
         let cfg = dir.join("witness.toml");
         let mut text = std::fs::read_to_string(&cfg)?;
         text.push_str(&format!(
             "\n[[logs]]\norigin = \"{origin}\"\nvkeys = [\"{vkey}\"]\n"
         ));
+        edit(&mut text);
         std::fs::write(&cfg, text)?;
         let mut w = TestWitness {
             name: name.into(),
@@ -626,6 +622,29 @@ impl Drop for TestWitness {
     }
 }
 
+/// `accord-witness init` of a witness named `name` in `dir`, on ephemeral ports; returns the
+/// cosigner vkey it prints. The one place a test initialises a witness.
+pub fn witness_init(dir: &Path, name: &str) -> Result<String> {
+    let out = Command::new(bin("accord-witness"))
+        .args(["init", "--dir"])
+        .arg(dir)
+        .args([
+            "--name",
+            name,
+            "--grpc-listen",
+            "127.0.0.1:0",
+            "--http-listen",
+            "127.0.0.1:0",
+        ])
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "accord-witness init: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8(out.stdout)?.trim().to_string())
+}
+
 /// Runs a workspace binary to completion, returning (exit code, stdout, stderr).
 pub fn run_bin(name: &str, args: &[&str], stdin: Option<&str>) -> Result<(i32, String, String)> {
     use std::io::Write;
@@ -650,24 +669,63 @@ pub fn run_bin(name: &str, args: &[&str], stdin: Option<&str>) -> Result<(i32, S
     ))
 }
 
-/// Polls `f` until it returns `Some`, or fails after `timeout`. For conditions that advance in
-/// the background (checkpoints, witnessing, delivery): the wait ends as soon as it holds.
-pub async fn eventually<T, F, Fut>(timeout: Duration, mut f: F) -> Result<T>
+/// One try of an [`eventually`] condition: `Some(v)` (or `Ok(Some(v))`) holds, `None` (or
+/// `Ok(None)`) is "not yet" and is tried again, and an `Err` is a failure that no wait mends —
+/// the wait ends at once with it as the cause.
+pub trait Attempt<T> {
+    fn attempt(self) -> Result<Option<T>>;
+}
+
+impl<T> Attempt<T> for Option<T> {
+    fn attempt(self) -> Result<Option<T>> {
+        Ok(self)
+    }
+}
+
+impl<T, E: Into<anyhow::Error>> Attempt<T> for std::result::Result<Option<T>, E> {
+    fn attempt(self) -> Result<Option<T>> {
+        self.map_err(Into::into)
+    }
+}
+
+/// Polls `f` until it holds, or fails after `timeout`. For conditions that advance in the
+/// background (checkpoints, witnessing, delivery): the wait ends as soon as it holds. A
+/// closure returning `Result<Option<T>, E>` fails the wait at once on `Err`, with the error
+/// as the cause (a PERMISSION_DENIED is not a timeout); only `Ok(None)` is retried. Use
+/// [`not_yet`] where an error code does mean "not yet".
+pub async fn eventually<T, A, F, Fut>(timeout: Duration, mut f: F) -> Result<T>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
+    Fut: std::future::Future<Output = A>,
+    A: Attempt<T>,
 {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut delay = Duration::from_millis(20);
     loop {
-        if let Some(v) = f().await {
-            return Ok(v);
+        match f().await.attempt() {
+            Ok(Some(v)) => return Ok(v),
+            Ok(None) => {}
+            Err(e) => return Err(e.context("failed while waiting (not retried)")),
         }
         if tokio::time::Instant::now() > deadline {
             return Err(anyhow!("condition not reached within {timeout:?}"));
         }
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_millis(250));
+    }
+}
+
+/// A gRPC answer inside an [`eventually`] condition where the listed codes mean "not yet"
+/// (`Ok(None)`), e.g. NOT_FOUND for a commitment that has not arrived or UNAVAILABLE while a
+/// process restarts; any other error is kept, and fails the wait with its cause.
+pub fn not_yet<T>(
+    r: std::result::Result<tonic::Response<T>, tonic::Status>,
+    codes: &[tonic::Code],
+) -> std::result::Result<Option<T>, tonic::Status> {
+    match r {
+        Ok(r) => Ok(Some(r.into_inner())),
+        Err(s) if codes.contains(&s.code()) => Ok(None),
+        Err(s) => Err(s),
     }
 }
 
@@ -678,14 +736,7 @@ pub const FAST_FEDERATION: &str = "\n[federation]\nretry_base_ms = 50\nretry_max
 impl TestNode {
     /// An AdminService request carrying the operator token.
     pub fn admin_request<T>(&self, t: T) -> tonic::Request<T> {
-        let mut r = tonic::Request::new(t);
-        r.metadata_mut().insert(
-            "authorization",
-            format!("Bearer {}", self.admin_token().trim())
-                .parse()
-                .expect("ascii token"),
-        );
-        r
+        with_token(t, &self.admin_token())
     }
 
     /// An AdminService client.
@@ -801,13 +852,16 @@ pub struct Bearer(Option<tonic::metadata::AsciiMetadataValue>);
 impl Bearer {
     /// The interceptor for `token` (whitespace around it is ignored, as in token files).
     pub fn new(token: &str) -> Bearer {
-        let t = token.trim();
-        Bearer((!t.is_empty()).then(|| {
-            format!("Bearer {t}")
-                .parse()
-                .expect("token is ASCII metadata")
-        }))
+        Bearer((!token.trim().is_empty()).then(|| bearer(token)))
     }
+}
+
+/// The `authorization` value `Bearer <token>` (whitespace around the token is ignored, as in
+/// token files): the one place a test writes it.
+pub fn bearer(token: &str) -> tonic::metadata::AsciiMetadataValue {
+    format!("Bearer {}", token.trim())
+        .parse()
+        .expect("token is ASCII metadata")
 }
 
 impl tonic::service::Interceptor for Bearer {
@@ -840,13 +894,26 @@ pub fn work_client(ch: Channel, token: &str) -> WorkClient {
 /// `req` with `authorization: Bearer <token>`.
 pub fn with_token<T>(t: T, token: &str) -> tonic::Request<T> {
     let mut r = tonic::Request::new(t);
-    r.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {}", token.trim())
-            .parse()
-            .expect("ascii token"),
-    );
+    r.metadata_mut().insert("authorization", bearer(token));
     r
+}
+
+/// The `accord-reason` of a refused call ("" when it carries none): the one extractor.
+pub fn reason(s: &tonic::Status) -> String {
+    metadata_text(s, "accord-reason")
+}
+
+/// The `accord-field` of a refused call ("" when it carries none).
+pub fn field(s: &tonic::Status) -> String {
+    metadata_text(s, "accord-field")
+}
+
+fn metadata_text(s: &tonic::Status, key: &str) -> String {
+    s.metadata()
+        .get(key)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
 }
 
 /// Clients that present credentials.
@@ -875,5 +942,51 @@ impl TestNode {
                 Bearer::new(token),
             ),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// `eventually` retries "not yet" and ends at once, with the cause, on an error.
+    #[tokio::test]
+    async fn eventually_fails_at_once_on_an_error_and_retries_not_yet() {
+        let tries = AtomicUsize::new(0);
+        let got = eventually(Duration::from_secs(30), || async {
+            let n = tries.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, tonic::Status>((n == 2).then_some(n))
+        })
+        .await
+        .unwrap();
+        assert_eq!(got, 2, "two \"not yet\" answers were retried");
+
+        let started = std::time::Instant::now();
+        let tries = AtomicUsize::new(0);
+        let err = eventually(Duration::from_secs(3), || async {
+            tries.fetch_add(1, Ordering::SeqCst);
+            Err::<Option<()>, _>(tonic::Status::permission_denied("not yours"))
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(tries.load(Ordering::SeqCst), 1, "an error is not retried");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(format!("{err:#}").contains("not yours"), "{err:#}");
+
+        // `not_yet`: the listed code is retried, any other fails with its cause.
+        let tries = AtomicUsize::new(0);
+        let err = eventually(Duration::from_secs(3), || async {
+            let status = if tries.fetch_add(1, Ordering::SeqCst) == 0 {
+                tonic::Status::not_found("not yet")
+            } else {
+                tonic::Status::permission_denied("denied")
+            };
+            not_yet::<()>(Err(status), &[tonic::Code::NotFound])
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(tries.load(Ordering::SeqCst), 2);
+        assert!(format!("{err:#}").contains("denied"), "{err:#}");
     }
 }

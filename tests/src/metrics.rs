@@ -104,23 +104,7 @@ pub struct WitnessOf {
 /// Initialises a witness named `w.example` in `dir` (ephemeral ports, metrics on) that
 /// co-signs `node`'s log, and starts it.
 pub fn serve_witness_of(node: &TestNode, dir: &Path) -> Result<WitnessOf> {
-    let out = Command::new(bin("accord-witness"))
-        .args(["init", "--dir"])
-        .arg(dir)
-        .args(["--name", "w.example"])
-        .args([
-            "--grpc-listen",
-            "127.0.0.1:0",
-            "--http-listen",
-            "127.0.0.1:0",
-        ])
-        .output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "accord-witness init: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let vkey = String::from_utf8(out.stdout)?.trim().to_string();
+    let vkey = crate::witness_init(dir, "w.example")?;
     let cfg = dir.join("witness.toml");
     let mut text = std::fs::read_to_string(&cfg)?;
     metrics_on(&mut text);

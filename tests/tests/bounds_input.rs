@@ -66,14 +66,7 @@ fn check(what: &str, e: &tonic::Status, field: &str) {
 }
 
 fn with_token<T>(node: &TestNode, party: &str, t: T) -> tonic::Request<T> {
-    let mut r = tonic::Request::new(t);
-    r.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {}", node.party_token(party).trim())
-            .parse()
-            .unwrap(),
-    );
-    r
+    accord_tests::with_token(t, &node.party_token(party))
 }
 
 #[tokio::test(flavor = "multi_thread")]

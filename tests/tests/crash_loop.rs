@@ -20,13 +20,13 @@ use accord_proto::checkpoint::{Checkpoint, open_checkpoint, verify_cosignature};
 use accord_proto::merkle::{self, Hash, MemoryTree};
 use accord_proto::note::{Note, NoteSignature, Signer, Verifier};
 use accord_proto::pb::log::v1::{self as logpb, log_service_client::LogServiceClient};
-use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
+use accord_proto::pb::record::v1::Record;
 use accord_proto::pb::witness::v1::{self as wpb, witness_service_client::WitnessServiceClient};
 use accord_proto::pb::work::v1::{self as work, Durability};
 use accord_proto::signing;
 use accord_tests::{TestNode, TestWitness, WorkClient, eventually};
 use rand::{Rng, SeedableRng, rngs::StdRng};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -49,27 +49,27 @@ fn rng(what: &str) -> StdRng {
     StdRng::seed_from_u64(seed)
 }
 
+/// Set just before the process is SIGKILLed: from then on a client may stop.
+type Killed = Arc<AtomicBool>;
+
+/// A call failed: only a transport error (the connection gone, no answer from the server)
+/// after the kill may end a client. A server's answer, or any failure before the kill, fails
+/// the test with its cause.
+fn ended_by_kill(killed: &Killed, what: &str, s: &tonic::Status) {
+    assert!(
+        killed.load(Ordering::SeqCst),
+        "{what} failed before the kill: {s:?}"
+    );
+    let transport = std::error::Error::source(s).is_some()
+        || matches!(s.code(), tonic::Code::Unavailable | tonic::Code::Cancelled);
+    assert!(
+        transport && s.metadata().get("accord-reason").is_none(),
+        "{what} failed after the kill with a server's answer, not a transport error: {s:?}"
+    );
+}
+
 fn request(commitment: &str) -> Record {
-    Record {
-        author: Some(PartyRef {
-            organisation: "acme".into(),
-            name: "alice".into(),
-        }),
-        declared_at_unix_ms: 1,
-        commitment_id: commitment.into(),
-        operation: Some(Operation::Request(rec::Request {
-            candidate: Some(PartyRef {
-                organisation: "acme".into(),
-                name: "bob".into(),
-            }),
-            terms: Some(rec::Terms {
-                title: commitment.into(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        })),
-        ..Default::default()
-    }
+    accord_tests::records::alice_asks_bob(commitment, commitment)
 }
 
 /// An acknowledged append.
@@ -91,17 +91,22 @@ async fn client(
     tag: String,
     acks: Arc<Mutex<Vec<Ack>>>,
     n: Arc<AtomicUsize>,
+    killed: Killed,
 ) {
     for i in 0.. {
         let commitment = format!("{tag}-{i}");
         let signed = signing::sign_record(&alice, &request(&commitment));
-        let Ok(r) = c
+        let r = match c
             .submit(work::SubmitRequest {
                 record: Some(signed),
             })
             .await
-        else {
-            return; // killed: this one is not acknowledged
+        {
+            Ok(r) => r,
+            Err(s) => {
+                // Killed: this one is not acknowledged.
+                return ended_by_kill(&killed, &format!("Submit of {commitment}"), &s);
+            }
         };
         let r = r.into_inner();
         assert!(
@@ -135,9 +140,14 @@ async fn watcher(
     origin: String,
     node_key: Verifier,
     seen: Arc<Mutex<Vec<Seen>>>,
+    killed: Killed,
 ) {
     let mut last = None;
-    while let Ok(r) = l.get_checkpoint(logpb::GetCheckpointRequest {}).await {
+    loop {
+        let r = match l.get_checkpoint(logpb::GetCheckpointRequest {}).await {
+            Ok(r) => r,
+            Err(s) => return ended_by_kill(&killed, "GetCheckpoint", &s),
+        };
         if let Some(cp) = r.into_inner().latest
             && last != Some(cp.size)
         {
@@ -218,11 +228,10 @@ async fn check_node(
         async move {
             let cp = l
                 .get_checkpoint(logpb::GetCheckpointRequest {})
-                .await
-                .ok()?
+                .await?
                 .into_inner()
-                .latest?;
-            (cp.size == n).then_some(cp)
+                .latest;
+            Ok::<_, tonic::Status>(cp.filter(|cp| cp.size == n))
         }
     })
     .await
@@ -290,6 +299,7 @@ async fn node_killed_at_random_keeps_every_acknowledged_append() {
         let target = rng.gen_range(5..60usize);
         let before = acks.lock().unwrap().len();
         let n = Arc::new(AtomicUsize::new(0));
+        let killed = Killed::default();
         let c = node.work().await.unwrap();
         let mut tasks = Vec::new();
         for k in 0..CLIENTS {
@@ -300,6 +310,7 @@ async fn node_killed_at_random_keeps_every_acknowledged_append() {
                 tag,
                 acks.clone(),
                 n.clone(),
+                killed.clone(),
             )));
         }
         tasks.push(tokio::spawn(watcher(
@@ -307,6 +318,7 @@ async fn node_killed_at_random_keeps_every_acknowledged_append() {
             node.origin(),
             node_key.clone(),
             seen.clone(),
+            killed.clone(),
         )));
         // The random moment: after `target` acknowledgements, with the clients mid-flight.
         eventually(WAIT, || {
@@ -315,6 +327,7 @@ async fn node_killed_at_random_keeps_every_acknowledged_append() {
         })
         .await
         .expect("the clients make progress");
+        killed.store(true, Ordering::SeqCst);
         node.kill9();
         for t in tasks {
             t.await.expect("a client or the watcher failed a check");
@@ -381,6 +394,7 @@ async fn witness_client(
     key: Verifier,
     cosigned: Arc<Mutex<Vec<u64>>>,
     n: Arc<AtomicUsize>,
+    killed: Killed,
 ) {
     loop {
         let (req, size, body) = {
@@ -411,7 +425,7 @@ async fn witness_client(
                 *h = (*h).max(now);
             }
             Err(s) if s.code() == tonic::Code::ResourceExhausted => tokio::task::yield_now().await,
-            Err(_) => return, // killed
+            Err(s) => return ended_by_kill(&killed, &format!("AddCheckpoint of {size}"), &s),
         }
     }
 }
@@ -435,6 +449,7 @@ async fn witness_killed_at_random_never_goes_back() {
     for cycle in 0..cycles {
         let target = rng.gen_range(3..30usize);
         let n = Arc::new(AtomicUsize::new(0));
+        let killed = Killed::default();
         let ch = w.channel().await.unwrap();
         let tasks: Vec<_> = (0..3)
             .map(|_| {
@@ -445,6 +460,7 @@ async fn witness_killed_at_random_never_goes_back() {
                     key.clone(),
                     cosigned.clone(),
                     n.clone(),
+                    killed.clone(),
                 ))
             })
             .collect();
@@ -454,6 +470,7 @@ async fn witness_killed_at_random_never_goes_back() {
         })
         .await
         .expect("the witness co-signs");
+        killed.store(true, Ordering::SeqCst);
         w.kill9();
         for t in tasks {
             t.await.expect("a client failed a check");

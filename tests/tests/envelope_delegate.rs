@@ -8,9 +8,10 @@
 
 mod federation_common;
 
-use accord_proto::pb::envelope::v1::{self as env, envelope_service_client::EnvelopeServiceClient};
+use accord_proto::pb::envelope::v1 as env;
 use accord_proto::pb::record::v1::{self as rec, SignedRecord, record::Operation};
 use accord_proto::signing;
+use accord_tests::envelopes::{EXTERNAL_TICKS, client, get, tick, wait_phase, wait_vote};
 use accord_tests::{TestNode, with_token};
 use federation_common::*;
 use prost::Message;
@@ -20,7 +21,7 @@ const JOB: &str = "job-1";
 
 fn config(text: &mut String, p: &std::path::Path) {
     fast(text, p);
-    text.push_str("\n[envelopes]\nexternal_ticks = true\n");
+    text.push_str(EXTERNAL_TICKS);
 }
 
 async fn node(name: &str, party: &str) -> TestNode {
@@ -124,39 +125,13 @@ async fn start(a: &TestNode, id: &str, offer: &SignedRecord, acceptance: &Signed
             },
         ],
     };
-    let r = EnvelopeServiceClient::new(a.channel().await.unwrap())
+    let r = client(a)
+        .await
         .start(with_token(req, &a.party_token("alice")))
         .await
         .expect("start")
         .into_inner();
     assert_eq!(r.phase, "PENDING");
-}
-
-async fn get(node: &TestNode, id: &str) -> Option<env::Envelope> {
-    let req = env::GetRequest {
-        envelope: id.into(),
-    };
-    EnvelopeServiceClient::new(node.channel().await.ok()?)
-        .get(with_token(req, &node.admin_token()))
-        .await
-        .ok()?
-        .into_inner()
-        .envelope
-}
-
-async fn wait_phase(node: &TestNode, id: &str, phase: &str) -> env::Envelope {
-    match accord_tests::eventually(WAIT, || async {
-        get(node, id).await.filter(|e| e.phase == phase)
-    })
-    .await
-    {
-        Ok(e) => e,
-        Err(e) => panic!(
-            "{}: {id} never {phase}: {e}; now {:?}",
-            node.name,
-            get(node, id).await
-        ),
-    }
 }
 
 async fn obligor(node: &TestNode) -> String {
@@ -191,14 +166,11 @@ async fn wait_obligor(node: &TestNode, want: &str) {
 
 /// bob defers `JOB` at globex; the outcome's rejection code ("" when applied).
 async fn bob_defers(b: &TestNode) -> String {
-    let mut req = tonic::Request::new(accord_proto::pb::work::v1::DeclareRequest {
-        record: Some(defer("globex", "bob", JOB)),
-    });
-    req.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {}", b.party_token("bob").trim())
-            .parse()
-            .unwrap(),
+    let req = with_token(
+        accord_proto::pb::work::v1::DeclareRequest {
+            record: Some(defer("globex", "bob", JOB)),
+        },
+        &b.party_token("bob"),
     );
     let resp = work(b)
         .await
@@ -289,23 +261,15 @@ async fn the_commitment_is_held_while_the_delegate_is_open_and_freed_by_the_time
     start(&a, "d-3", &offer, &acceptance).await;
     let preparing = wait_phase(&a, "d-3", "PREPARING").await;
     // globex prepared and answered ACK: from then on its parties write nothing else on JOB.
-    accord_tests::eventually(WAIT, || async {
-        get(&a, "d-3")
-            .await
-            .filter(|e| e.votes.get("globex").is_some_and(|v| v == "ACK"))
-    })
-    .await
-    .expect("globex ACKs");
+    wait_vote(&a, "d-3", "globex", "ACK").await;
     assert_eq!(bob_defers(&b).await, "envelope_hold");
     // A tick past the timeout aborts; every hold ends, nothing moved.
-    let req = env::SubmitTickRequest {
-        tick_id: "late".into(),
-        instant_time: preparing.started_at_unix_ms + TIMEOUT_MS + 1_000,
-    };
-    EnvelopeServiceClient::new(a.channel().await.unwrap())
-        .submit_tick(with_token(req, &a.admin_token()))
-        .await
-        .expect("tick");
+    tick(
+        &a,
+        "late",
+        preparing.started_at_unix_ms + TIMEOUT_MS + 1_000,
+    )
+    .await;
     wait_phase(&a, "d-3", "ABORTED").await;
     wait_phase(&b, "d-3", "ABORTED").await;
     assert_eq!(bob_defers(&b).await, "");
@@ -317,23 +281,13 @@ async fn the_commitment_is_held_while_the_delegate_is_open_and_freed_by_the_time
 }
 
 async fn holds(node: &TestNode) -> Vec<env::Hold> {
-    EnvelopeServiceClient::new(node.channel().await.unwrap())
+    client(node)
+        .await
         .list_holds(with_token(env::ListHoldsRequest {}, &node.admin_token()))
         .await
         .expect("list holds")
         .into_inner()
         .holds
-}
-
-async fn submit_tick(node: &TestNode, tick_id: &str, instant_time: i64) {
-    let req = env::SubmitTickRequest {
-        tick_id: tick_id.into(),
-        instant_time,
-    };
-    EnvelopeServiceClient::new(node.channel().await.unwrap())
-        .submit_tick(with_token(req, &node.admin_token()))
-        .await
-        .expect("tick");
 }
 
 /// Issue 27: the coordinator goes silent (acme never ticks) and initech never answers. globex,
@@ -348,13 +302,7 @@ async fn a_following_participants_hold_ends_at_its_own_timeout_and_the_operator_
     assert!(c.terminate().unwrap(), "initech stops: it never answers");
     let (offer, acceptance) = halves(&b, &c, None);
     start(&a, "d-4", &offer, &acceptance).await;
-    accord_tests::eventually(WAIT, || async {
-        get(&a, "d-4")
-            .await
-            .filter(|e| e.votes.get("globex").is_some_and(|v| v == "ACK"))
-    })
-    .await
-    .expect("globex ACKs");
+    wait_vote(&a, "d-4", "globex", "ACK").await;
     // globex's hold, as its operator sees it: it lapses 30 s after globex's prepare.
     let at_b = get(&b, "d-4").await.unwrap();
     let prepared_at = at_b
@@ -376,10 +324,10 @@ async fn a_following_participants_hold_ends_at_its_own_timeout_and_the_operator_
     assert_eq!(listed[0].lapses_at_unix_ms, prepared_at + TIMEOUT_MS);
     assert_eq!(bob_defers(&b).await, "envelope_hold");
     // globex's own tick 1 ms before the timeout: still held.
-    submit_tick(&b, "early", prepared_at + TIMEOUT_MS - 1).await;
+    tick(&b, "early", prepared_at + TIMEOUT_MS - 1).await;
     assert_eq!(holds(&b).await.len(), 1);
     // At the timeout: the hold ends at globex; the envelope is still the coordinator's to decide.
-    submit_tick(&b, "due", prepared_at + TIMEOUT_MS).await;
+    tick(&b, "due", prepared_at + TIMEOUT_MS).await;
     assert!(holds(&b).await.is_empty());
     assert_eq!(get(&b, "d-4").await.unwrap().phase, "PREPARING");
     assert_eq!(bob_defers(&b).await, "");
@@ -387,8 +335,7 @@ async fn a_following_participants_hold_ends_at_its_own_timeout_and_the_operator_
     let at_a = holds(&a).await;
     assert_eq!(at_a.len(), 1, "{at_a:?}");
     assert_eq!(at_a[0].role, "coordinator");
-    let client = || async { EnvelopeServiceClient::new(a.channel().await.unwrap()) };
-    let unknown = client()
+    let unknown = client(&a)
         .await
         .release_hold(with_token(
             env::ReleaseHoldRequest {
@@ -399,7 +346,7 @@ async fn a_following_participants_hold_ends_at_its_own_timeout_and_the_operator_
         .await
         .expect_err("nothing to release");
     assert_eq!(unknown.code(), tonic::Code::NotFound);
-    let by_party = client()
+    let by_party = client(&a)
         .await
         .release_hold(with_token(
             env::ReleaseHoldRequest {
@@ -416,7 +363,7 @@ async fn a_following_participants_hold_ends_at_its_own_timeout_and_the_operator_
         ),
         "{by_party:?}"
     );
-    client()
+    client(&a)
         .await
         .release_hold(with_token(
             env::ReleaseHoldRequest {

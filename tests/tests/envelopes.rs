@@ -6,8 +6,11 @@
 
 mod federation_common;
 
-use accord_proto::pb::envelope::v1::{self as env, envelope_service_client::EnvelopeServiceClient};
+use accord_proto::pb::envelope::v1 as env;
 use accord_proto::pb::record::v1::{self as rec, record::Operation};
+use accord_tests::envelopes::{
+    EXTERNAL_TICKS, account, client, get, steps, tick, wait_history, wait_phase,
+};
 use accord_tests::{TestNode, with_token};
 use federation_common::*;
 
@@ -15,11 +18,7 @@ const TIMEOUT_MS: i64 = 30_000;
 
 fn config(text: &mut String, p: &std::path::Path) {
     fast(text, p);
-    text.push_str("\n[envelopes]\nexternal_ticks = true\n");
-}
-
-async fn client(node: &TestNode) -> EnvelopeServiceClient<tonic::transport::Channel> {
-    EnvelopeServiceClient::new(node.channel().await.expect("channel"))
+    text.push_str(EXTERNAL_TICKS);
 }
 
 /// acme (alice, holding commitment `src` with budget 100) and globex (bob), peers of each
@@ -119,63 +118,6 @@ async fn start(a: &TestNode, id: &str, amount: u64, dst_debit: u64) -> env::Star
         .into_inner()
 }
 
-async fn get(node: &TestNode, id: &str) -> Option<env::Envelope> {
-    let req = env::GetRequest {
-        envelope: id.into(),
-    };
-    client(node)
-        .await
-        .get(with_token(req, &node.admin_token()))
-        .await
-        .ok()?
-        .into_inner()
-        .envelope
-}
-
-/// Waits until `node` shows envelope `id` in `phase`.
-async fn wait_phase(node: &TestNode, id: &str, phase: &str) -> env::Envelope {
-    let got = accord_tests::eventually(WAIT, || async {
-        get(node, id).await.filter(|e| e.phase == phase)
-    })
-    .await;
-    match got {
-        Ok(e) => e,
-        Err(e) => panic!(
-            "{}: {id} never {phase}: {e}; now {:?}",
-            node.name,
-            get(node, id).await
-        ),
-    }
-}
-
-fn account(e: &env::Envelope, name: &str) -> env::Account {
-    e.accounts
-        .iter()
-        .find(|a| a.account == name)
-        .cloned()
-        .unwrap_or_else(|| panic!("no account {name} in {e:?}"))
-}
-
-fn steps(e: &env::Envelope) -> Vec<String> {
-    e.history
-        .iter()
-        .map(|h| format!("{} {}", h.step, h.event))
-        .collect()
-}
-
-async fn tick(node: &TestNode, id: &str, instant_time: i64) -> env::SubmitTickResponse {
-    let req = env::SubmitTickRequest {
-        tick_id: id.into(),
-        instant_time,
-    };
-    client(node)
-        .await
-        .submit_tick(with_token(req, &node.admin_token()))
-        .await
-        .expect("tick")
-        .into_inner()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn all_ack_commits_at_both_organisations_and_moves_the_budget() {
     accord_tests::ensure_fresh_bins();
@@ -211,14 +153,32 @@ async fn all_ack_commits_at_both_organisations_and_moves_the_budget() {
             );
         }
     }
-    // Listing open envelopes shows none; with closed ones, this one.
-    let open = client(&a)
-        .await
-        .list(with_token(env::ListRequest::default(), &a.admin_token()))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(open.envelopes.is_empty(), "{open:?}");
+    // Listing open envelopes shows none; with closed ones, this one, committed — at both.
+    for n in [&a, &b] {
+        let list = |include_closed| {
+            let req = env::ListRequest {
+                include_closed,
+                ..Default::default()
+            };
+            async move {
+                client(n)
+                    .await
+                    .list(with_token(req, &n.admin_token()))
+                    .await
+                    .unwrap()
+                    .into_inner()
+                    .envelopes
+            }
+        };
+        let open = list(false).await;
+        assert!(open.is_empty(), "{}: {open:?}", n.name);
+        let all = list(true).await;
+        let listed: Vec<(&str, &str)> = all
+            .iter()
+            .map(|e| (e.envelope.as_str(), e.phase.as_str()))
+            .collect();
+        assert_eq!(listed, [("t-1", "COMMITTED")], "{}", n.name);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -441,15 +401,6 @@ async fn tick_listing(node: &TestNode, id: &str, instant_time: i64) {
     );
     r.items = vec![id.to_string()];
     submit(node, &node_signer(node), &r).await;
-}
-
-/// Waits until `node`'s history of `id` has at least `n` lines.
-async fn wait_history(node: &TestNode, id: &str, n: usize) -> env::Envelope {
-    accord_tests::eventually(WAIT, || async {
-        get(node, id).await.filter(|e| e.history.len() >= n)
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{}: {id} never has {n} events: {e}", node.name))
 }
 
 #[tokio::test(flavor = "multi_thread")]

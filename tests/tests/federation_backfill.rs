@@ -99,8 +99,8 @@ async fn a_peer_added_later_receives_earlier_records_in_ledger_order() {
             name: "globex".into(),
         });
         async move {
-            let h = admin_a.get_peer_health(req).await.ok()?.into_inner();
-            (!h.backfilling && h.queue_depth == 0).then_some(h)
+            let h = admin_a.get_peer_health(req).await?.into_inner();
+            Ok::<_, tonic::Status>((!h.backfilling && h.queue_depth == 0).then_some(h))
         }
     })
     .await

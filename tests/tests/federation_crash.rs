@@ -54,7 +54,10 @@ async fn receiver_killed_mid_stream_loses_nothing_it_acknowledged() {
     accord_tests::eventually(WAIT, || {
         let mut badm = badm.clone();
         let req = b.admin_request(admin::GetStatusRequest {});
-        async move { (badm.get_status(req).await.ok()?.into_inner().ledger_size >= 40).then_some(()) }
+        async move {
+            let size = badm.get_status(req).await?.into_inner().ledger_size;
+            Ok::<_, tonic::Status>((size >= 40).then_some(()))
+        }
     })
     .await
     .unwrap();

@@ -53,8 +53,8 @@ async fn peer_down_then_back_delivers_every_record_once_in_order() {
             name: "globex".into(),
         });
         async move {
-            let h = adm.get_peer_health(req).await.ok()?.into_inner();
-            (h.breaker == "open").then_some(h)
+            let h = adm.get_peer_health(req).await?.into_inner();
+            Ok::<_, tonic::Status>((h.breaker == "open").then_some(h))
         }
     })
     .await

@@ -218,18 +218,7 @@ async fn forged_unknown_wrong_identity_and_unauthorized_are_refused_or_rejected(
     .unwrap();
 
     // The refusals are kept, with their codes, for the operator.
-    let refusals = b
-        .admin()
-        .await
-        .unwrap()
-        .list_refusals(b.admin_request(admin::ListRefusalsRequest {
-            limit: 0,
-            ..Default::default()
-        }))
-        .await
-        .unwrap()
-        .into_inner()
-        .refusals;
+    let refusals = refusals(&b).await;
     let codes: Vec<&str> = refusals.iter().map(|r| r.code.as_str()).collect();
     for want in [
         "unknown_key",
@@ -364,4 +353,69 @@ async fn rotated_disabled_and_removed_peers() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::NotFound);
+}
+
+/// Envelope-level `malformed` (a payload type that is not an envelope's, a payload that does
+/// not decode) refuses the whole envelope and is kept among the refusals; a pipelined envelope
+/// whose predecessor is never decided is answered UNAVAILABLE (`accord-reason: unavailable`,
+/// the message naming `out_of_order`) once the receiver's order wait (5 s) is over, and nothing
+/// of it is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_envelopes_are_refused_and_an_unordered_one_is_unavailable() {
+    let (b, a) = receiver_with_sender().await;
+    let mut as_a = AsPeer::new(&a, &b).await;
+    let good = signing::sign_record(
+        &signer(&a, "alice"),
+        &request("acme", "alice", "m-1", party("globex", "bob")),
+    );
+    let ledger_before = ledger(&b).await.len();
+
+    let mut wrong_type = as_a.envelope("globex", vec![good.clone()], 1);
+    wrong_type.payload_type = RECORD_PAYLOAD_TYPE.into();
+    let mut garbage = as_a.envelope("globex", vec![good.clone()], 2);
+    garbage.payload = vec![0xff; 16].into();
+    for (what, env) in [("payload type", wrong_type), ("payload", garbage)] {
+        let e = as_a.deliver(env).await.unwrap_err();
+        assert_eq!(
+            (e.code(), reason(&e).as_str()),
+            (tonic::Code::PermissionDenied, "malformed"),
+            "{what}: {e:?}"
+        );
+    }
+    let refusals = refusals(&b).await;
+    let malformed = refusals.iter().filter(|r| r.code == "malformed").count();
+    assert_eq!(malformed, 2, "{refusals:?}");
+
+    // After an envelope that never came: refused after the wait, nothing written.
+    let log_proof = FixtureLog::prove(&as_a.key, &as_a.key, std::slice::from_ref(&good));
+    let env = accord_proto::pb::federation::v1::Envelope {
+        sender: "acme".into(),
+        receiver: "globex".into(),
+        first_sequence: 7,
+        sent_at_unix_ms: 3,
+        records: vec![good.clone()],
+        log_proof: Some(log_proof),
+        previous_first_sequence: Some(6),
+        applied_at_unix_ms: Vec::new(),
+    };
+    let started = std::time::Instant::now();
+    let e = as_a
+        .deliver(sign_envelope(&as_a.key, &env))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (tonic::Code::Unavailable, "unavailable"),
+        "{e:?}"
+    );
+    assert!(
+        e.message().starts_with("unavailable: out_of_order:"),
+        "{e:?}"
+    );
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(5),
+        "answered after {:?}, before the order wait",
+        started.elapsed()
+    );
+    assert_eq!(ledger(&b).await.len(), ledger_before, "nothing written");
 }

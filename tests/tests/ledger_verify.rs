@@ -110,10 +110,9 @@ async fn verify_passes_on_a_real_ledger_and_names_the_first_altered_sequence() {
         async move {
             let c = log
                 .get_checkpoint(accord_proto::pb::log::v1::GetCheckpointRequest::default())
-                .await
-                .ok()?
+                .await?
                 .into_inner();
-            (c.latest.map(|c| c.size) == Some(5)).then_some(())
+            Ok::<_, tonic::Status>((c.latest.map(|c| c.size) == Some(5)).then_some(()))
         }
     })
     .await

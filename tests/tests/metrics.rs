@@ -102,8 +102,8 @@ async fn node_metrics_follow_appends_and_the_log() {
     );
     let size = status.ledger_size as f64;
     let s = eventually(Duration::from_secs(30), || async move {
-        let s = scrape(maddr).ok()?;
-        (value(&s, "accord_log_checkpoint_size", &[]) == Some(size)).then_some(s)
+        let s = scrape(maddr)?;
+        anyhow::Ok((value(&s, "accord_log_checkpoint_size", &[]) == Some(size)).then_some(s))
     })
     .await
     .unwrap();
@@ -194,9 +194,11 @@ async fn witness_metrics_count_add_checkpoint_and_node_counts_cosignature_failur
     let origin = origin.as_str();
     // The witness holds the node's checkpoint of the whole ledger and counted its 200s.
     let w = eventually(Duration::from_secs(60), || async move {
-        let s = scrape(wmetrics).ok()?;
-        (value(&s, "accord_witness_checkpoint_size", &[("origin", origin)]) == Some(size))
-            .then_some(s)
+        let s = scrape(wmetrics)?;
+        anyhow::Ok(
+            (value(&s, "accord_witness_checkpoint_size", &[("origin", origin)]) == Some(size))
+                .then_some(s),
+        )
     })
     .await
     .unwrap();
@@ -209,13 +211,17 @@ async fn witness_metrics_count_add_checkpoint_and_node_counts_cosignature_failur
     assert!(ok >= 1.0, "{ok}");
     // The node: witnessed up to that size; the dead witness's failures counted, the live one's not.
     let s = eventually(Duration::from_secs(60), || async move {
-        let s = scrape(nmetrics).ok()?;
+        let s = scrape(nmetrics)?;
         let failed = value(
             &s,
             "accord_witness_cosignature_failures_total",
             &[("witness", "dead.example")],
-        )?;
-        (value(&s, "accord_log_witnessed_size", &[]) == Some(size) && failed >= 1.0).then_some(s)
+        );
+        anyhow::Ok(
+            (value(&s, "accord_log_witnessed_size", &[]) == Some(size)
+                && failed.is_some_and(|f| f >= 1.0))
+            .then_some(s),
+        )
     })
     .await
     .unwrap();
@@ -281,13 +287,13 @@ async fn admissions_and_peer_queues_are_counted() {
         .unwrap();
     }
     let s = eventually(Duration::from_secs(60), || async move {
-        let s = scrape(bmetrics).ok()?;
-        (value(
+        let s = scrape(bmetrics)?;
+        let admitted = value(
             &s,
             "accord_federation_admissions_total",
             &[("outcome", "admitted")],
-        ) == Some(3.0))
-        .then_some(s)
+        );
+        anyhow::Ok((admitted == Some(3.0)).then_some(s))
     })
     .await
     .unwrap();

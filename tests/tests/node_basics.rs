@@ -117,14 +117,11 @@ async fn submit_get_list_declare_and_bad_input() {
     assert_eq!(again.sequence, r.sequence);
 
     // Declared through the node on behalf of the token's party.
-    let mut req = tonic::Request::new(work::DeclareRequest {
-        record: Some(request("acme", "alice", "c-2", 2)),
-    });
-    req.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {}", node.party_token("alice"))
-            .parse()
-            .unwrap(),
+    let req = accord_tests::with_token(
+        work::DeclareRequest {
+            record: Some(request("acme", "alice", "c-2", 2)),
+        },
+        &node.party_token("alice"),
     );
     let d = c.declare(req).await.unwrap().into_inner();
     assert_eq!(d.sequence, r.sequence + 1);
@@ -181,16 +178,8 @@ async fn submit_get_list_declare_and_bad_input() {
             .await
             .unwrap_err();
         assert_eq!(e.code(), tonic::Code::InvalidArgument, "{field}: {e:?}");
-        let named = e
-            .metadata()
-            .get("accord-field")
-            .map(|v| v.to_str().unwrap().to_string());
-        let reason = e
-            .metadata()
-            .get("accord-reason")
-            .map(|v| v.to_str().unwrap().to_string());
         assert!(
-            named.as_deref() == Some(field) || reason.as_deref() == Some(field),
+            accord_tests::field(&e) == field || accord_tests::reason(&e) == field,
             "{field}: {e:?}"
         );
     }
@@ -215,6 +204,53 @@ async fn submit_get_list_declare_and_bad_input() {
         seqs.push(e.sequence);
     }
     assert_eq!(seqs, vec![0, 1], "only the two good records were written");
+}
+
+/// The reasons a caller gets for a call the node's state or the caller's identity refuses:
+/// proofs before the node signed any checkpoint are FAILED_PRECONDITION
+/// (`failed_precondition`), and a party declaring a record authored by another party is
+/// PERMISSION_DENIED (`permission_denied`); neither writes anything.
+#[tokio::test(flavor = "multi_thread")]
+async fn reasons_for_no_checkpoint_yet_and_another_partys_record() {
+    let node = TestNode::builder("acme")
+        .party("alice")
+        .party("bob")
+        .start()
+        .await
+        .unwrap();
+    let mut log = node.log_as(&node.admin_token()).await.unwrap();
+    let e = log
+        .get_consistency_proof(accord_proto::pb::log::v1::GetConsistencyProofRequest {
+            size1: 0,
+            size2: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.code(), accord_tests::reason(&e).as_str()),
+        (tonic::Code::FailedPrecondition, "failed_precondition"),
+        "{e:?}"
+    );
+    assert_eq!(e.message(), "failed precondition: no checkpoint yet");
+
+    let mut c = node.work().await.unwrap();
+    let e = c
+        .declare(accord_tests::with_token(
+            work::DeclareRequest {
+                record: Some(request("acme", "bob", "c-1", 1)),
+            },
+            &node.party_token("alice"),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.code(), accord_tests::reason(&e).as_str()),
+        (tonic::Code::PermissionDenied, "permission_denied"),
+        "{e:?}"
+    );
+    assert!(e.message().contains("acme/bob"), "{e:?}");
+    let s = node.status().await.unwrap();
+    assert_eq!(s.ledger_size, 0, "nothing written");
 }
 
 #[tokio::test(flavor = "multi_thread")]

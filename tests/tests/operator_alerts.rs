@@ -255,23 +255,28 @@ async fn every_series_named_is_served_by_a_node_or_a_witness() {
     // Wait until every labelled family has had its event: witnessed by w.example (its 200
     // counted), a failure from dead.example, the refusal, the peer's queue.
     let (node_text, witness_text) = eventually(Duration::from_secs(60), || async move {
-        let n = scrape(nmetrics).ok()?;
-        let w = scrape(wmetrics).ok()?;
-        let ready = value(&n, "accord_log_witnessed_size", &[])? >= 1.0
-            && value(
+        // A scrape that fails fails the wait with its cause; a family not there yet is retried.
+        let (n, w) = (scrape(nmetrics)?, scrape(wmetrics)?);
+        let at_least_one = |s: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]| {
+            value(s, name, labels).is_some_and(|v| v >= 1.0)
+        };
+        let ready = at_least_one(&n, "accord_log_witnessed_size", &[])
+            && at_least_one(
                 &n,
                 "accord_witness_cosignature_failures_total",
                 &[("witness", "dead.example")],
-            )? >= 1.0
-            && value(&n, "accord_federation_refusals_total", &[])? >= 1.0
-            && value(&n, "accord_federation_queue_depth", &[("peer", "globex")])? >= 1.0
-            && value(
+            )
+            && at_least_one(&n, "accord_federation_refusals_total", &[])
+            && at_least_one(&n, "accord_federation_queue_depth", &[("peer", "globex")])
+            && at_least_one(
                 &w,
                 "accord_witness_add_checkpoint_total",
                 &[("status", "200")],
-            )? >= 1.0;
-        ready.then_some(())?;
-        Some((scrape_text(nmetrics).ok()?, scrape_text(wmetrics).ok()?))
+            );
+        if !ready {
+            return anyhow::Ok(None);
+        }
+        anyhow::Ok(Some((scrape_text(nmetrics)?, scrape_text(wmetrics)?)))
     })
     .await
     .expect("the node and the witness serve every family after their events");

@@ -63,8 +63,8 @@ async fn peer_health_says_the_peer_refused_our_tls_handshake() {
         });
         let mut admin = admin.clone();
         async move {
-            let h = admin.get_peer_health(req).await.ok()?.into_inner();
-            (!h.last_error.is_empty()).then_some(h.last_error)
+            let h = admin.get_peer_health(req).await?.into_inner();
+            Ok::<_, tonic::Status>((!h.last_error.is_empty()).then_some(h.last_error))
         }
     })
     .await

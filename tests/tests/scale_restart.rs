@@ -10,11 +10,9 @@ use accord_proto::pb::work::v1::{GetCommitmentRequest, GetCommitmentResponse, Su
 use accord_proto::signing;
 use accord_tests::{TestNode, bin, ensure_fresh_bins, run_bin, tls_channel, work_client};
 use anyhow::{Context, Result, anyhow};
-use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 /// `accord-node serve` with metrics on, killed on drop.
 struct Served {
@@ -72,16 +70,8 @@ impl Served {
 
     /// One sample of the node's Prometheus metrics.
     fn metric(&self, name: &str) -> Result<f64> {
-        let mut s = std::net::TcpStream::connect(self.metrics)?;
-        s.set_read_timeout(Some(Duration::from_secs(30)))?;
-        write!(
-            s,
-            "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.metrics
-        )?;
-        let mut resp = String::new();
-        s.read_to_string(&mut resp)?;
-        resp.lines()
+        accord_tests::metrics::scrape_text(self.metrics)?
+            .lines()
             .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
             .ok_or_else(|| anyhow!("no {name} in the metrics"))?
             .trim()

@@ -3,34 +3,13 @@
 //! bad one not written, and a batch over `limits.max_batch_records` refused whole.
 
 use accord_proto::note::Signer;
-use accord_proto::pb::record::v1::{
-    self as rec, PartyRef, Record, SignedRecord, record::Operation,
-};
+use accord_proto::pb::record::v1::{Record, SignedRecord};
 use accord_proto::pb::work::v1::{self as work, submit_result::Result as R};
 use accord_proto::signing;
 use accord_tests::TestNode;
 
 fn request(commitment: &str) -> Record {
-    Record {
-        author: Some(PartyRef {
-            organisation: "acme".into(),
-            name: "alice".into(),
-        }),
-        declared_at_unix_ms: 1,
-        commitment_id: commitment.into(),
-        operation: Some(Operation::Request(rec::Request {
-            candidate: Some(PartyRef {
-                organisation: "acme".into(),
-                name: "bob".into(),
-            }),
-            terms: Some(rec::Terms {
-                title: format!("job {commitment}"),
-                ..Default::default()
-            }),
-            ..Default::default()
-        })),
-        ..Default::default()
-    }
+    accord_tests::records::alice_asks_bob(commitment, &format!("job {commitment}"))
 }
 
 fn ok(r: &work::SubmitResult) -> &work::SubmitResponse {

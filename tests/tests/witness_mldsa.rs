@@ -5,9 +5,7 @@
 //! ML-DSA-44 line).
 
 use accord_proto::note::Signer;
-use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
 use accord_proto::pb::work::v1 as work;
-use accord_proto::signing;
 use accord_tests::{TestNode, TestWitness, WorkClient, eventually, run_bin};
 use sha2::{Digest as _, Sha256};
 use std::net::SocketAddr;
@@ -15,32 +13,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 async fn submit(c: &mut WorkClient, alice: &Signer, i: u32) -> work::SubmitResponse {
-    let r = Record {
-        author: Some(PartyRef {
-            organisation: "acme".into(),
-            name: "alice".into(),
-        }),
-        declared_at_unix_ms: 1,
-        commitment_id: format!("pq-{i}"),
-        operation: Some(Operation::Request(rec::Request {
-            candidate: Some(PartyRef {
-                organisation: "acme".into(),
-                name: "bob".into(),
-            }),
-            terms: Some(rec::Terms {
-                title: format!("t{i}"),
-                ..Default::default()
-            }),
-            ..Default::default()
-        })),
-        ..Default::default()
-    };
-    c.submit(work::SubmitRequest {
-        record: Some(signing::sign_record(alice, &r)),
-    })
-    .await
-    .unwrap()
-    .into_inner()
+    let r = accord_tests::records::alice_asks_bob(&format!("pq-{i}"), &format!("t{i}"));
+    accord_tests::records::submit(c, alice, &r).await
 }
 
 /// A one-shot HTTP/1.1 GET; (status, body).
@@ -152,10 +126,9 @@ async fn ml_dsa_44_and_ed25519_witnesses_count_toward_k_and_both_types_verify_of
             async move {
                 let d = c
                     .get_durability(work::GetDurabilityRequest { record_id: id })
-                    .await
-                    .ok()?
+                    .await?
                     .into_inner();
-                (d.durability() == work::Durability::Witnessed).then_some(d)
+                Ok::<_, tonic::Status>((d.durability() == work::Durability::Witnessed).then_some(d))
             }
         })
         .await

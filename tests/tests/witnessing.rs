@@ -5,39 +5,13 @@
 
 use accord_proto::note::Signer;
 use accord_proto::pb::log::v1::{GetCheckpointRequest, log_service_client::LogServiceClient};
-use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
 use accord_proto::pb::work::v1 as work;
-use accord_proto::signing;
 use accord_tests::{TestNode, TestWitness, WorkClient, eventually, run_bin};
 use std::time::Duration;
 
 async fn submit(c: &mut WorkClient, alice: &Signer, i: u32) -> work::SubmitResponse {
-    let r = Record {
-        author: Some(PartyRef {
-            organisation: "acme".into(),
-            name: "alice".into(),
-        }),
-        declared_at_unix_ms: 1,
-        commitment_id: format!("w-{i}"),
-        operation: Some(Operation::Request(rec::Request {
-            candidate: Some(PartyRef {
-                organisation: "acme".into(),
-                name: "bob".into(),
-            }),
-            terms: Some(rec::Terms {
-                title: format!("t{i}"),
-                ..Default::default()
-            }),
-            ..Default::default()
-        })),
-        ..Default::default()
-    };
-    c.submit(work::SubmitRequest {
-        record: Some(signing::sign_record(alice, &r)),
-    })
-    .await
-    .unwrap()
-    .into_inner()
+    let r = accord_tests::records::alice_asks_bob(&format!("w-{i}"), &format!("t{i}"));
+    accord_tests::records::submit(c, alice, &r).await
 }
 
 async fn witnessed(c: &WorkClient, id: &[u8]) -> work::GetDurabilityResponse {
@@ -49,10 +23,9 @@ async fn witnessed(c: &WorkClient, id: &[u8]) -> work::GetDurabilityResponse {
                 .get_durability(work::GetDurabilityRequest {
                     record_id: id.into(),
                 })
-                .await
-                .ok()?
+                .await?
                 .into_inner();
-            (d.durability() == work::Durability::Witnessed).then_some(d)
+            Ok::<_, tonic::Status>((d.durability() == work::Durability::Witnessed).then_some(d))
         }
     })
     .await

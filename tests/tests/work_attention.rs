@@ -8,7 +8,7 @@ mod federation_common;
 use accord_node::clock::{Clock, ManualClock};
 use accord_proto::pb::record::v1::{self as rec, Record, record::Operation};
 use accord_proto::pb::work::v1 as work;
-use accord_tests::{TestNode, WorkClient};
+use accord_tests::{TestNode, WorkClient, field};
 use federation_common::{declare, decode, id_of, ledger, party, record, signer, submit};
 use std::sync::Arc;
 use std::time::Duration;
@@ -114,17 +114,6 @@ fn notice(text: &str) -> Operation {
         notice_type: rec::NoticeType::AtRisk as i32,
         text: text.into(),
     })
-}
-
-fn reason(s: &tonic::Status) -> (String, String) {
-    let get = |k: &str| {
-        s.metadata()
-            .get(k)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string()
-    };
-    (get("accord-reason"), get("accord-field"))
 }
 
 async fn list(
@@ -297,7 +286,7 @@ async fn list_commitments_filters_what_needs_a_party_and_pages() {
         .await
         .unwrap_err();
     assert_eq!(bad.code(), tonic::Code::InvalidArgument);
-    assert_eq!(reason(&bad).1, "flag");
+    assert_eq!(field(&bad), "flag");
     let bad = alice
         .list_commitments(work::ListCommitmentsRequest {
             page_token: "zz".into(),
@@ -305,7 +294,7 @@ async fn list_commitments_filters_what_needs_a_party_and_pages() {
         })
         .await
         .unwrap_err();
-    assert_eq!(reason(&bad).1, "page_token");
+    assert_eq!(field(&bad), "page_token");
 
     // The same through accordctl, with bob's token: a table, and JSON for scripts.
     let conn = vec![
@@ -477,7 +466,7 @@ async fn notifications_reach_only_their_party_stream_and_survive_a_restart_and_a
         .await
         .unwrap_err();
     assert_eq!(unnamed.code(), tonic::Code::InvalidArgument);
-    assert_eq!(reason(&unnamed).1, "party");
+    assert_eq!(field(&unnamed), "party");
 
     // After a restart the lists are derived again from the records, and the promise the claim
     // produced is not written a second time.

@@ -174,12 +174,9 @@ pub async fn settled(
 
 /// Declares a record for `party` with its bearer token (signed by the node).
 pub async fn declare(node: &TestNode, party: &str, r: Record) -> [u8; 32] {
-    let mut req = tonic::Request::new(work::DeclareRequest { record: Some(r) });
-    req.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {}", node.party_token(party).trim())
-            .parse()
-            .unwrap(),
+    let req = accord_tests::with_token(
+        work::DeclareRequest { record: Some(r) },
+        &node.party_token(party),
     );
     let resp = work(node)
         .await
@@ -228,18 +225,37 @@ pub async fn wait_state(
     state: &str,
 ) -> work::GetCommitmentResponse {
     accord_tests::eventually(WAIT, || async {
-        let c = work(node)
-            .await
-            .get_commitment(work::GetCommitmentRequest {
-                commitment_id: commitment.into(),
-            })
-            .await
-            .ok()?;
-        let c = c.into_inner();
-        (c.state == state).then_some(c)
+        // NOT_FOUND until the commitment arrives; any other error fails with its cause.
+        let c = accord_tests::not_yet(
+            work(node)
+                .await
+                .get_commitment(work::GetCommitmentRequest {
+                    commitment_id: commitment.into(),
+                })
+                .await,
+            &[tonic::Code::NotFound],
+        )?;
+        Ok::<_, tonic::Status>(c.filter(|c| c.state == state))
     })
     .await
     .unwrap_or_else(|e| panic!("{} never derived {commitment} {state}: {e}", node.name))
+}
+
+/// Every refusal `node` keeps (AdminService.ListRefusals, no limit).
+pub async fn refusals(node: &TestNode) -> Vec<accord_proto::pb::admin::v1::Refusal> {
+    node.admin()
+        .await
+        .expect("admin client")
+        .list_refusals(
+            node.admin_request(accord_proto::pb::admin::v1::ListRefusalsRequest {
+                limit: 0,
+                ..Default::default()
+            }),
+        )
+        .await
+        .expect("list refusals")
+        .into_inner()
+        .refusals
 }
 
 /// Every ledger entry of a node.
@@ -475,14 +491,9 @@ pub fn outcome(s: &Signed) -> String {
     }
 }
 
-/// The `accord-reason` of a status.
-pub fn reason(s: &tonic::Status) -> String {
-    s.metadata()
-        .get("accord-reason")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string()
-}
+// The one `accord-reason` extractor, for the files that import everything from here.
+#[allow(unused_imports)]
+pub use accord_tests::reason;
 
 /// acme (with `acme_parties`) and globex (with `globex_parties`), both on fast federation
 /// timings, not yet peered. Returns (acme, globex).
