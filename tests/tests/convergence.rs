@@ -160,6 +160,48 @@ async fn decided(n: &TestNode, c: &str, id: &[u8; 32]) {
     .await;
 }
 
+// ---- authorities: each organisation's own configuration ----
+
+/// Seed 000, "administrative_close — a party with that authority (`[authorities]`)": acme
+/// grants it to alice, globex grants it to no one, and no node holds another's grants. alice
+/// closes a commitment homed at acme, shared with bob: globex takes the home's word on her
+/// authority, and both nodes show it closed (before, globex's kernel refused it `wrong_role`
+/// and the two disagreed for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_authority_granted_at_the_home_holds_at_every_node() {
+    let c = "grant-close";
+    let mut o = driven_orgs_edited(
+        &[("acme", "alice"), ("globex", "bob")],
+        t0(),
+        |org, text| {
+            if org == "acme" {
+                *text = text.replace(
+                    "administrative_close = []",
+                    "administrative_close = [\"acme/alice\"]",
+                );
+            }
+        },
+    )
+    .await;
+    let (b, a) = (o.pop().unwrap(), o.pop().unwrap());
+    a.act_ok(asked(c, |_| {})).await;
+    all_in(&[&a.node, &b.node], c, "requested").await;
+    let close = a
+        .act_ok(alice(
+            c,
+            &[],
+            Operation::AdministrativeClose(rec::AdministrativeClose {
+                reason: "duplicate of another request".into(),
+            }),
+        ))
+        .await;
+    let nodes = [&a.node, &b.node];
+    quiesce(&nodes).await;
+    let v = assert_same_view(&nodes, c).await;
+    assert_eq!(v.state, "closed_administratively");
+    assert_applied_everywhere(&nodes, c, &close).await;
+}
+
 // ---- races with no deadline ----
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -196,17 +196,26 @@ async fn quarantined_at_the_peer() {
     assert_eq!(l.durability, l.local);
 }
 
-/// `["rejected", code]` at the peer: acme lets alice `administrative_close`, globex's kernel
-/// does not (`wrong_role`): the rejection, with its code, is the summary.
+/// `["rejected", code]` at the peer: bob (globex) asks alice for dur-3, so globex is its home
+/// and decides its records; acme lets alice `administrative_close`, globex does not (grants are
+/// each organisation's own, and the home's word stands): globex rejects her close
+/// `wrong_role`, and that rejection, with its code, is the summary at acme.
 #[tokio::test(flavor = "multi_thread")]
 async fn rejected_at_the_peer() {
-    let (a, _b) = pair().await;
+    let (a, b) = pair().await;
     let alice = signer(&a, "alice");
-    submit(
-        &a,
-        &alice,
-        &request("acme", "alice", "dur-3", party("globex", "bob")),
+    let bob = signer(&b, "bob");
+    let (asked, _) = submit(
+        &b,
+        &bob,
+        &request("globex", "bob", "dur-3", party("acme", "alice")),
     )
+    .await;
+    durability_when(&b, &asked, "admitted at acme", |d| {
+        d.peers
+            .iter()
+            .any(|p| p.peer == "acme" && p.durability == Durability::Admitted as i32)
+    })
     .await;
     let close = record(
         "acme",
@@ -217,7 +226,22 @@ async fn rejected_at_the_peer() {
             reason: "duplicate of another request".into(),
         }),
     );
-    let (closed, _) = submit(&a, &alice, &close).await;
+    // Not decided at acme: it waits for its home's order (issue 26).
+    let signed = signing::sign_record(&alice, &close);
+    let closed = id_of(&signed);
+    let resp = work(&a)
+        .await
+        .submit(work::SubmitRequest {
+            record: Some(signed),
+        })
+        .await
+        .expect("submit")
+        .into_inner();
+    let o = resp.outcome.unwrap_or_default();
+    assert!(
+        !o.applied && o.rejection_code == "awaiting_sequence",
+        "{o:?}"
+    );
     let d = durability_when(&a, &closed, "decided at globex", |d| {
         d.peers.iter().any(|p| {
             p.peer == "globex"

@@ -65,6 +65,14 @@ pub struct Access {
     /// Authorities held.
     #[serde(default)]
     pub grants: BTreeSet<Grant>,
+    /// A party whose authorities its own organisation's node has already checked: the author of
+    /// a record this node applies on the commitment's home's word (the home's own records, and
+    /// the records the home admitted). Grants are each organisation's own configuration, which
+    /// no other node holds, so a node following the home takes the home's verdict on them
+    /// instead of reading its own grants — else one node applies an `administrative_close` its
+    /// peer refuses, and they disagree for good (issue 26, "one order for conflicting records").
+    #[serde(skip)]
+    pub vouched: Option<Party>,
 }
 
 impl Access {
@@ -74,6 +82,16 @@ impl Access {
             service,
             organisations: BTreeMap::new(),
             grants: BTreeSet::new(),
+            vouched: None,
+        }
+    }
+
+    /// This Access, with `party`'s authorities taken as checked by the commitment's home
+    /// ([`Access::vouched`]).
+    pub fn vouching(&self, party: &Party) -> Access {
+        Access {
+            vouched: Some(party.clone()),
+            ..self.clone()
         }
     }
 
@@ -119,9 +137,11 @@ impl Access {
 
     /// Whether `party` holds `authority`.
     pub fn holds(&self, authority: &Authority, party: &Party) -> bool {
-        self.grants
-            .iter()
-            .any(|g| g.authority == *authority && g.party == *party)
+        self.vouched.as_ref() == Some(party)
+            || self
+                .grants
+                .iter()
+                .any(|g| g.authority == *authority && g.party == *party)
     }
 
     /// Whether `party` owns `queue`: when Access grants ownership of a queue of that name, only
@@ -131,7 +151,9 @@ impl Access {
             queue: queue.name.clone(),
         };
         let configured = self.grants.iter().any(|g| g.authority == authority);
-        if configured {
+        if self.vouched.as_ref() == Some(party) {
+            true
+        } else if configured {
             self.holds(&authority, party)
         } else {
             queue.owner.as_ref() == Some(party)

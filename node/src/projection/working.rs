@@ -291,7 +291,13 @@ impl Working {
             // this node does not hold; its authorities are taken on the home's word
             // (`Access::vouched`), so both apply the same records.
             let now = self.now;
-            return Some(self.apply_commitment(seq, seq, record, &access.vouching(&record.author), now));
+            return Some(self.apply_commitment(
+                seq,
+                seq,
+                record,
+                &access.vouching(&record.author),
+                now,
+            ));
         }
         // This node's own declarations about peer records stay local, as before; and a
         // commitment this organisation holds in an open commit envelope refuses its parties'

@@ -83,15 +83,26 @@ pub async fn driven_orgs(specs: &[(&str, &str)], t0: i64) -> Vec<Org> {
 /// [`driven_orgs`], with `federation` (lines of the `[federation]` section) added to every
 /// node's config.
 pub async fn driven_orgs_with(specs: &[(&str, &str)], t0: i64, federation: &str) -> Vec<Org> {
+    let extra = federation.to_string();
+    driven_orgs_edited(specs, t0, move |_, text| text.push_str(&extra)).await
+}
+
+/// [`driven_orgs`], with `edit(organisation, config text)` applied to every node's config after
+/// the driven settings.
+pub async fn driven_orgs_edited(
+    specs: &[(&str, &str)],
+    t0: i64,
+    edit: impl Fn(&str, &mut String) + Clone + Send + Sync + 'static,
+) -> Vec<Org> {
     let mut orgs = Vec::new();
     for (name, p) in specs {
         let (clock, manual) = Clock::manual(t0);
-        let extra = federation.to_string();
+        let (edit, org) = (edit.clone(), name.to_string());
         let node = TestNode::builder(name)
             .party(p)
             .config(move |text, p| {
                 driven_config(text, p);
-                text.push_str(&extra);
+                edit(&org, text);
             })
             .start_with_clock(clock)
             .await
