@@ -152,7 +152,11 @@ fn an_approval_stays_invalid_after_the_content_changes_back() {
     );
     assert_eq!(w.c().terms, answered, "the content is A again");
     let gv = gate_of(&w, g);
-    assert_eq!(gv.status, GateStatus::Waiting, "A -> B -> A brought the approval back");
+    assert_eq!(
+        gv.status,
+        GateStatus::Waiting,
+        "A -> B -> A brought the approval back"
+    );
     assert!(!gv.answers[0].valid);
     assert_eq!(gv.participants, vec![(Cast::w(), Participation::Open)]);
     assert_eq!(w.view().category, Category::Waiting);
