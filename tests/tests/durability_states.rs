@@ -227,16 +227,7 @@ async fn rejected_at_the_peer() {
         }),
     );
     // Not decided at acme: it waits for its home's order (issue 26).
-    let signed = signing::sign_record(&alice, &close);
-    let closed = id_of(&signed);
-    let resp = work(&a)
-        .await
-        .submit(work::SubmitRequest {
-            record: Some(signed),
-        })
-        .await
-        .expect("submit")
-        .into_inner();
+    let (closed, resp) = submit_undecided(&a, &alice, &close).await;
     let o = resp.outcome.unwrap_or_default();
     assert!(
         !o.applied && o.rejection_code == "awaiting_sequence",

@@ -108,8 +108,20 @@ pub async fn work(node: &TestNode) -> accord_tests::WorkClient {
     node.work().await.expect("channel")
 }
 
-/// Submits a record signed by `signer`.
+/// Submits a record signed by `signer` and asserts it applied (at once, or once its home
+/// ordered it).
 pub async fn submit(
+    node: &TestNode,
+    signer: &Signer,
+    r: &Record,
+) -> ([u8; 32], work::SubmitResponse) {
+    let (id, resp) = submit_undecided(node, signer, r).await;
+    assert_settled_applied(node, &id, resp.outcome.clone()).await;
+    (id, resp)
+}
+
+/// Submits a record signed by `signer`, whatever its outcome.
+pub async fn submit_undecided(
     node: &TestNode,
     signer: &Signer,
     r: &Record,
@@ -124,7 +136,6 @@ pub async fn submit(
         .await
         .expect("submit")
         .into_inner();
-    assert_settled_applied(node, &id, resp.outcome.clone()).await;
     (id, resp)
 }
 
