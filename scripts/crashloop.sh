@@ -24,7 +24,7 @@ export ACCORD_CRASHLOOP_CYCLES=$cycles
 [ -n "$seed" ] && export ACCORD_CRASHLOOP_SEED=$seed
 start=$(date +%s)
 status=0
-cargo test -p accord-tests --test crash_loop -- --nocapture --test-threads 1 >"$log" 2>&1 || status=$?
+cargo test -p accord-tests --test e2e crash_loop:: -- --nocapture --test-threads 1 >"$log" 2>&1 || status=$?
 grep -E '^crash-loop' "$log" || true
 echo "crash-loop: $cycles cycles per process in $(( $(date +%s) - start )) s, exit $status"
 if [ "$status" -ne 0 ]; then

@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
-exec cargo test -q -p accord-tests --test module_cycles -- --nocapture
+exec cargo test -q -p accord-tests --test e2e module_cycles:: -- --nocapture

@@ -4,6 +4,10 @@
 # The last line sums every test binary's result: "N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A one-shot build gains nothing from incremental state, and its caches are the largest part of a
+# dev build's target directory (tens of GB over every test binary): a clean CI clone ran out of
+# disk with it on. A developer's own cargo invocations keep the default.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 bash scripts/ensure-deps.sh
 if [ ! -x target/debug/accord-node ]; then
   echo "first build: compiling RocksDB's C++ and Accord (about 12 minutes on two cores; cargo shows progress)" >&2

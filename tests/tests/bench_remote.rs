@@ -3,7 +3,7 @@
 //! is admitted at B. A pair that is not peered is refused with a clear error before anything is
 //! submitted.
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::pb::admin::v1::GetStatusRequest;
 use accord_tests::{TestNode, federate, run_bin};

@@ -1,7 +1,7 @@
 //! Issue 8, "Bounded resources": HTTP/2 streams per connection are capped, and a connection
 //! that completes TLS but never sends the HTTP/2 preface is closed.
 
-mod bounds_common;
+use crate::bounds_common;
 
 use accord_tests::TestNode;
 use bounds_common::*;

@@ -1,7 +1,7 @@
 //! Issue 8, "Bounded resources": FederationService authenticates the caller's TLS certificate
 //! before it decodes a body, and refusals are a bounded, rate-limited, paged ring.
 
-mod bounds_common;
+use crate::bounds_common;
 
 use accord_proto::pb::federation::v1::{
     DeliverRequest, Envelope, GetReceiptsRequest, Signed,

@@ -2,8 +2,8 @@
 //! the field, in Submit, Declare, federation, AdminService.AddPeer, `accordctl admin peer add`
 //! and the config — nothing is recorded, and errors never echo large inputs.
 
-mod bounds_common;
-mod federation_common;
+use crate::bounds_common;
+use crate::federation_common;
 
 use accord_proto::pb::admin::v1 as admin;
 use accord_proto::pb::record::v1::Record;

@@ -1,7 +1,7 @@
 //! Issue 8, "Bounded resources": the witness's HTTP listener cuts slow headers and caps its
 //! connections.
 
-mod bounds_common;
+use crate::bounds_common;
 
 use accord_tests::TestWitness;
 use bounds_common::*;

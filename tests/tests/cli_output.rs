@@ -3,7 +3,7 @@
 //! `accordctl status` shows one node's health; `receipt fetch --wait` waits for the proof;
 //! completions; and errors that say what to do next.
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::pb::log::v1::{
     GetCheckpointRequest, GetInclusionProofRequest, get_inclusion_proof_request::Leaf,

@@ -15,7 +15,7 @@
 //! decide; a check against time uses the time the record was declared at, not the receiver's
 //! clock at arrival.
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
 use accord_proto::pb::work::v1 as work;

@@ -6,7 +6,7 @@
 //! writes it; and the summary follows the rule in work.proto (a peer's rejection or quarantine is
 //! never hidden behind another state, as the numeric maximum hid it behind `acted upon`).
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::note::Verifier;
 use accord_proto::pb::record::v1::{self as rec, AdmissionOutcome, record::Operation};

@@ -6,7 +6,7 @@
 //! `delegate_offer` and carol's pre-signed `delegate_acceptance`; the commitment itself changes
 //! (GetCommitment shows the new obligor at all three) or stays (at all three).
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::pb::envelope::v1 as env;
 use accord_proto::pb::record::v1::{self as rec, SignedRecord, record::Operation};

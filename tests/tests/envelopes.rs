@@ -4,7 +4,7 @@
 //! after the abort leaves the same state. Ticks are external (`envelopes.external_ticks`): the
 //! test submits a tick whose `instant_time` lies past the timeout, so nothing waits on a clock.
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::pb::envelope::v1 as env;
 use accord_proto::pb::record::v1::{self as rec, record::Operation};

@@ -5,7 +5,7 @@
 //! any delivery: each reaches `admitted` at globex on acme's node, globex derives each
 //! commitment, its ledger holds them in acme's order, and the local-only one never leaves acme.
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::pb::admin::v1 as admin;
 use accord_proto::pb::record::v1::record::Operation;

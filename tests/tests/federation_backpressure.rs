@@ -5,7 +5,7 @@
 //! records reach it in ledger order, each `admitted` at globex on acme's node, and the queue
 //! is live again.
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::pb::admin::v1 as admin;
 use accord_proto::pb::record::v1::record::Operation;

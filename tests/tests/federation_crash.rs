@@ -1,7 +1,7 @@
 //! Issue 5: `kill -9` of the receiving node mid-stream. Nothing globex acknowledged (a receipt
 //! acme holds) is lost, and acme's retries complete the rest, each record admitted once.
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::pb::admin::v1 as admin;
 use accord_proto::pb::work::v1::{self as work, Durability};

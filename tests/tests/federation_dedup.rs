@@ -2,7 +2,7 @@
 //! never an error, and the record is in the receiver's ledger once (seed 000, "Federation
 //! admission"; DESIGN.md, "Federation").
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::pb::federation::v1::ReceiptKind;
 use accord_proto::signing;

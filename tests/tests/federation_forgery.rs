@@ -3,7 +3,7 @@
 //! FederationService; every forgery is refused or quarantined with its code and nothing is
 //! applied at the receiver, while the honest path keeps admitting.
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::note::Signer;
 use accord_proto::pb::admin::v1 as admin;

@@ -4,7 +4,7 @@
 //! same records, each record reaches `admitted` on its author's node, the executor's act makes the
 //! request `acted upon`, and the receipts prove admission offline with accordctl alone.
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::pb::admin::v1 as admin;
 use accord_proto::pb::record::v1::{self as rec, record::Operation};

@@ -3,7 +3,7 @@
 //! its records durably, backs off and opens its breaker; when globex is back, every queued record
 //! is delivered exactly once, in order per commitment, and admitted.
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::pb::admin::v1 as admin;
 use accord_proto::pb::work::v1::Durability;

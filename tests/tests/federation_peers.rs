@@ -2,7 +2,7 @@
 //! seeded into the store at start-up, and the operator's changes (through `accordctl admin`)
 //! persist across restarts.
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_tests::TestNode;
 use federation_common::*;

@@ -3,7 +3,7 @@
 //! quarantined `missing_basis` and admitted when its basis arrives; otherwise it times out
 //! (`quarantine_timeout`) or the operator decides (`accordctl admin quarantine admit|reject`).
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::pb::admin::v1 as admin;
 use accord_proto::pb::record::v1::{Record, record::Operation};

@@ -5,7 +5,7 @@
 //! peer does not hold, an author of another organisation and a malformed record are each
 //! rejected with their code, recorded as admission declarations in the receiver's ledger.
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::note::Signer;
 use accord_proto::pb::admin::v1 as admin;

@@ -5,7 +5,7 @@
 //! altered on disk, it fails with exit 1, naming the first sequence where the difference
 //! appears.
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::pb::work::v1::LedgerEntry;
 use accord_tests::{TestNode, eventually, run_bin};

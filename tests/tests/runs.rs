@@ -6,8 +6,8 @@
 //! fail with one reference altered; a run at globex executing acme's commitment is reported,
 //! with a verifying receipt, by acme's node.
 
-mod federation_common;
-mod runs_common;
+use crate::federation_common;
+use crate::runs_common;
 
 use accord_proto::pb::record::v1 as rec;
 use accord_proto::pb::run::v1 as pb;

@@ -27,8 +27,8 @@
 //! (`services/run.rs` `readable`) — the third fails (carol gets the receipt); the
 //! wrong-commitment detail naming the executed commitment (`run::apply_run`) — the fourth fails.
 
-mod federation_common;
-mod runs_common;
+use crate::federation_common;
+use crate::runs_common;
 
 use accord_proto::pb::record::v1::{self as rec, Record, record::Operation};
 use accord_proto::pb::run::v1 as pb;

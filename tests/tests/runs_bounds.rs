@@ -2,7 +2,7 @@
 //! run record is bounded at the edge. (Before: 150 runs with ~900 KB triggers took a node from
 //! 75 to 444 MiB, every run held in memory.)
 
-mod runs_common;
+use crate::runs_common;
 
 use accord_proto::pb::record::v1 as rec;
 use accord_proto::pb::run::v1 as pb;

@@ -5,7 +5,7 @@
 //! its client is further behind than that; every write is answered meanwhile.
 //! (Before: 240 unread streams over 2,000 commitments took a node from 800 MiB to 3.5 GB.)
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::pb::record::v1::{self as rec, Record, record::Operation};
 use accord_proto::pb::work::v1 as work;

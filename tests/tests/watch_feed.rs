@@ -4,7 +4,7 @@
 //! watch sees a record made after it started, and a flag that only time raises (overdue: no
 //! record is written for it).
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_node::clock::{Clock, ManualClock};
 use accord_proto::pb::record::v1::{self as rec, Record, record::Operation};

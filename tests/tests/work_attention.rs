@@ -3,7 +3,7 @@
 //! and watch, and the Work service clock on a driven clock — each on an in-process node run with
 //! `run_with_clock` on a `ManualClock`, so nothing waits for wall-clock time to pass.
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_node::clock::{Clock, ManualClock};
 use accord_proto::pb::record::v1::{self as rec, Record, record::Operation};

@@ -3,7 +3,7 @@
 //! scenario), and a control handover end to end (seed 000, "Conditions and gates", "Control
 //! handover"). After each step both nodes are asserted to derive the same gate or axis.
 
-mod federation_common;
+use crate::federation_common;
 
 use accord_proto::pb::record::v1::{self as rec, record::Operation};
 use accord_proto::pb::work::v1 as work;
