@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 # disk with it on. A developer's own cargo invocations keep the default.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 bash scripts/ensure-deps.sh
+# The wire schema held to buf's STANDARD lint rules and checked for breaking changes against the
+# recorded baseline (issue 28; proto/buf.yaml).
+bash scripts/buf.sh
 if [ ! -x target/debug/accord-node ]; then
   echo "first build: compiling RocksDB's C++ and Accord (about 12 minutes on two cores; cargo shows progress)" >&2
 fi

@@ -83,7 +83,7 @@ def main() -> int:
         print(f"get: {commitment} is {c.state} ({c.category})")
 
         # 5. WatchCommitments: each commitment as it is now ("initial"), then every change.
-        watch = work.WatchCommitments(work_pb2.ListCommitmentsRequest(), metadata=auth, timeout=t)
+        watch = work.WatchCommitments(work_pb2.WatchCommitmentsRequest(), metadata=auth, timeout=t)
         first = next((s for s in watch if s.commitment_id == commitment), None)
         expect(first is not None, "watch: the stream ended")
         print(f"watch: {commitment} {first.change} {first.state}")

@@ -19,6 +19,7 @@ pub mod error;
 pub mod merkle;
 pub mod note;
 pub mod receipt;
+pub mod rpc_shapes;
 pub mod run_receipt;
 pub mod signing;
 

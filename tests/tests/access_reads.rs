@@ -82,7 +82,7 @@ async fn list(c: &mut WorkClient) -> Result<Vec<work::LedgerEntry>, tonic::Statu
         .into_inner();
     let mut out = Vec::new();
     while let Some(e) = s.message().await? {
-        out.push(e);
+        out.push(e.into());
     }
     Ok(out)
 }
@@ -720,7 +720,7 @@ async fn a_party_cannot_take_every_stream_and_the_operator_keeps_a_reserve() {
     );
     let mut theirs = operator.clone();
     let _operators = theirs
-        .watch_commitments(work::ListCommitmentsRequest::default())
+        .watch_commitments(work::WatchCommitmentsRequest::default())
         .await
         .unwrap();
     refused(watch(bob.clone()).await.unwrap_err(), "limits.list_streams");

@@ -257,4 +257,38 @@ async fn verify_passes_on_a_real_ledger_and_names_the_first_altered_sequence() {
     put_back(&data, "pj_history", &key, &old);
     let (code, v, _) = verify(&data);
     assert_eq!(code, 0, "{v}");
+
+    // Index entries no record gives (issue 27: the audit covers every projection family). A
+    // time-index point for c-2 (key: time ‖ id): a watch would be woken for nothing; reported at
+    // c-2's last record, 1. A run-children entry naming runs that do not exist: reported at the
+    // last record, 4.
+    let mut timed = 1_000u64.to_be_bytes().to_vec();
+    timed.extend_from_slice(b"c-2");
+    for (cf, key, at) in [
+        ("pj_timed", timed, 1),
+        ("pj_run_children", b"r-x\0r-y".to_vec(), 4),
+    ] {
+        let db = open_db(&data);
+        let h = db.cf_handle(cf).unwrap();
+        assert!(
+            db.get_cf(h, &key).unwrap().is_none(),
+            "{cf}: not there before"
+        );
+        db.put_cf(h, &key, b"").unwrap();
+        db.flush_cf(h).unwrap();
+        drop(db);
+        let (code, v, _) = verify(&data);
+        assert_eq!(
+            (code, difference(&v)),
+            (1, (at, "projection".to_string())),
+            "{cf}: {v}"
+        );
+        assert!(v["difference"].to_string().contains(cf), "{cf}: {v}");
+        let db = open_db(&data);
+        let h = db.cf_handle(cf).unwrap();
+        db.delete_cf(h, &key).unwrap();
+        db.flush_cf(h).unwrap();
+    }
+    let (code, v, _) = verify(&data);
+    assert_eq!(code, 0, "{v}");
 }

@@ -17,6 +17,7 @@ mod bounds_input;
 mod bounds_witness;
 mod cli_declare;
 mod cli_output;
+mod cli_run;
 mod commitment_view;
 mod convergence;
 mod crash_loop;

@@ -228,7 +228,7 @@ async fn action(c: &mut Client, run: &str, tool: &str, gated: bool, proposal: &[
 }
 
 async fn run_receipt(c: &mut Client, run: &str) -> pb::RunReceipt {
-    c.get_receipt(pb::GetRunRequest { run: run.into() })
+    c.get_receipt(pb::GetReceiptRequest { run: run.into() })
         .await
         .unwrap()
         .into_inner()
@@ -498,7 +498,7 @@ async fn recovery_run_linked_to_parent_with_prior_work() {
         "terminal_state"
     );
     let w = c
-        .get_prior_work(pb::GetRunRequest {
+        .get_prior_work(pb::GetPriorWorkRequest {
             run: "first".into(),
         })
         .await

@@ -67,6 +67,13 @@ const WRITES: [&str; 7] = [
     "audit_event",
 ];
 
+/// Each run write answers its own message with `SubmitResponse`'s fields (issue 28).
+fn answer<T: Into<work::SubmitResponse>>(
+    r: Result<tonic::Response<T>, tonic::Status>,
+) -> Result<tonic::Response<work::SubmitResponse>, tonic::Status> {
+    r.map(|r| r.map(Into::into))
+}
+
 async fn write(
     c: &mut Client,
     kind: &str,
@@ -74,8 +81,8 @@ async fn write(
 ) -> Result<tonic::Response<work::SubmitResponse>, tonic::Status> {
     let run = run.to_string();
     match kind {
-        "transition" => c.transition(go_req(&run, "paused", ctx())).await,
-        "action" => {
+        "transition" => answer(c.transition(go_req(&run, "paused", ctx())).await),
+        "action" => answer(
             c.add_action(pb::AddActionRequest {
                 action: Some(rec::RunAction {
                     run,
@@ -83,9 +90,9 @@ async fn write(
                     ..Default::default()
                 }),
             })
-            .await
-        }
-        "proposal" => {
+            .await,
+        ),
+        "proposal" => answer(
             c.add_proposal(pb::AddProposalRequest {
                 proposal: Some(rec::RunProposal {
                     run,
@@ -93,9 +100,9 @@ async fn write(
                     ..Default::default()
                 }),
             })
-            .await
-        }
-        "decision" => {
+            .await,
+        ),
+        "decision" => answer(
             c.add_decision(pb::AddDecisionRequest {
                 decision: Some(rec::RunDecision {
                     run,
@@ -104,9 +111,9 @@ async fn write(
                     reason: "ok".into(),
                 }),
             })
-            .await
-        }
-        "evidence" => {
+            .await,
+        ),
+        "evidence" => answer(
             c.add_evidence(pb::AddEvidenceRequest {
                 evidence: Some(rec::RunEvidence {
                     run,
@@ -115,9 +122,9 @@ async fn write(
                     ..Default::default()
                 }),
             })
-            .await
-        }
-        "output" => {
+            .await,
+        ),
+        "output" => answer(
             c.add_output(pb::AddOutputRequest {
                 output: Some(rec::RunOutput {
                     run,
@@ -125,9 +132,9 @@ async fn write(
                     ..Default::default()
                 }),
             })
-            .await
-        }
-        "audit_event" => {
+            .await,
+        ),
+        "audit_event" => answer(
             c.add_audit_event(pb::AddAuditEventRequest {
                 event: Some(rec::RunAuditEvent {
                     run,
@@ -135,8 +142,8 @@ async fn write(
                     detail: "x".into(),
                 }),
             })
-            .await
-        }
+            .await,
+        ),
         _ => unreachable!("{kind}"),
     }
 }
@@ -333,7 +340,7 @@ async fn writing_a_record_grants_no_reading() {
     // She reads nothing of it: receipt, run and prior work answer as for an unknown run.
     let receipt = refused(
         carol
-            .get_receipt(pb::GetRunRequest { run: "a1".into() })
+            .get_receipt(pb::GetReceiptRequest { run: "a1".into() })
             .await,
     );
     assert_eq!(
@@ -345,7 +352,7 @@ async fn writing_a_record_grants_no_reading() {
         "a1",
         &refused(
             carol
-                .get_receipt(pb::GetRunRequest { run: "nope".into() })
+                .get_receipt(pb::GetReceiptRequest { run: "nope".into() })
                 .await,
         ),
         "nope",
@@ -357,7 +364,7 @@ async fn writing_a_record_grants_no_reading() {
     assert_eq!(
         refused(
             carol
-                .get_prior_work(pb::GetRunRequest { run: "a1".into() })
+                .get_prior_work(pb::GetPriorWorkRequest { run: "a1".into() })
                 .await
         )
         .0,

@@ -197,7 +197,7 @@ async fn a_flood_of_runs_keeps_the_run_cache_within_its_bound_and_reads_come_fro
     // Every run is still there, read from storage: the first (long evicted) and its children,
     // counted from the stored index.
     let w = c0
-        .get_prior_work(pb::GetRunRequest {
+        .get_prior_work(pb::GetPriorWorkRequest {
             run: "r-0000".into(),
         })
         .await
@@ -205,7 +205,7 @@ async fn a_flood_of_runs_keeps_the_run_cache_within_its_bound_and_reads_come_fro
         .into_inner();
     assert_eq!(w.child_runs, RUNS as u64 - 1);
     let receipt = c0
-        .get_receipt(pb::GetRunRequest {
+        .get_receipt(pb::GetReceiptRequest {
             run: "r-0001".into(),
         })
         .await

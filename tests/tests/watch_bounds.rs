@@ -145,7 +145,7 @@ async fn slow_watchers_are_closed_watch_lagged_and_hold_bounded_memory_while_wri
     for _ in 0..WATCHERS {
         let mut c = c.clone();
         stalled.push(
-            c.watch_commitments(work::ListCommitmentsRequest::default())
+            c.watch_commitments(work::WatchCommitmentsRequest::default())
                 .await
                 .unwrap()
                 .into_inner(),
@@ -199,7 +199,7 @@ async fn slow_watchers_are_closed_watch_lagged_and_hold_bounded_memory_while_wri
         .work()
         .await
         .unwrap()
-        .watch_commitments(work::ListCommitmentsRequest::default())
+        .watch_commitments(work::WatchCommitmentsRequest::default())
         .await
         .unwrap()
         .into_inner();

@@ -70,7 +70,9 @@ fn asked(id: &str) -> Record {
     )
 }
 
-async fn next(s: &mut tonic::Streaming<work::CommitmentSummary>) -> work::CommitmentSummary {
+async fn next(
+    s: &mut tonic::Streaming<work::WatchCommitmentsResponse>,
+) -> work::WatchCommitmentsResponse {
     tokio::time::timeout(WAIT, s.message())
         .await
         .expect("a message within the deadline")
@@ -78,7 +80,7 @@ async fn next(s: &mut tonic::Streaming<work::CommitmentSummary>) -> work::Commit
         .expect("stream open")
 }
 
-fn seen(s: &work::CommitmentSummary) -> (&str, &str, &str, Vec<&str>) {
+fn seen(s: &work::WatchCommitmentsResponse) -> (&str, &str, &str, Vec<&str>) {
     (
         s.commitment_id.as_str(),
         s.change.as_str(),
@@ -93,7 +95,7 @@ async fn a_watch_sees_a_record_made_after_it_started_and_a_flag_raised_by_time()
     declare(&n, "alice", asked("c-1")).await;
     let mut alice = n.work_party("alice").await.unwrap();
     let mut watch = alice
-        .watch_commitments(work::ListCommitmentsRequest::default())
+        .watch_commitments(work::WatchCommitmentsRequest::default())
         .await
         .unwrap()
         .into_inner();
@@ -144,7 +146,7 @@ async fn a_watch_sees_a_record_made_after_it_started_and_a_flag_raised_by_time()
     // The operator's watch, started now, shows the flag in its first scan.
     let mut op = n.work().await.unwrap();
     let mut all = op
-        .watch_commitments(work::ListCommitmentsRequest {
+        .watch_commitments(work::WatchCommitmentsRequest {
             flag: "overdue".into(),
             ..Default::default()
         })

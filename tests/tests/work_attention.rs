@@ -144,7 +144,7 @@ async fn an_offer_expires_when_the_driven_clock_passes_its_validity_and_the_watc
     declare(&n, "alice", offered("c-exp", T0 + 10_000)).await;
     let mut alice = n.work_party("alice").await.unwrap();
     let mut watch = alice
-        .watch_commitments(work::ListCommitmentsRequest::default())
+        .watch_commitments(work::WatchCommitmentsRequest::default())
         .await
         .unwrap()
         .into_inner();
@@ -406,14 +406,14 @@ async fn notifications_reach_only_their_party_stream_and_survive_a_restart_and_a
         .unwrap()
         .into_inner();
     declare(&n, "bob", op("bob", "c-q", &[], notice("late"))).await;
-    let first = next(&mut watch).await;
+    let first = work::AttentionItem::from(next(&mut watch).await);
     assert_eq!(first.commitment_id, "c-q");
     assert_eq!(first.about, "notice");
     assert_eq!(first.detail, "at_risk: late");
     assert_eq!(first.from, Some(party("acme", "bob")));
     assert_eq!(first.to, Some(party("acme", "alice")));
     declare(&n, "bob", op("bob", "c-q", &[], notice("later"))).await;
-    let second = next(&mut watch).await;
+    let second = work::AttentionItem::from(next(&mut watch).await);
     assert_eq!(second.detail, "at_risk: later");
     assert!(second.sequence > first.sequence);
 

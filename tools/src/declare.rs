@@ -1418,13 +1418,14 @@ pub async fn run(op: DeclareOp, out: Output) -> Result<()> {
     };
     let mut client = c.conn.work().await?;
     let commitment = record.commitment_id.clone();
-    let r = client
+    let r: pb::SubmitResponse = client
         .declare(pb::DeclareRequest {
             record: Some(record),
         })
         .await
         .map_err(status)?
-        .into_inner();
+        .into_inner()
+        .into();
     let mut outcome = r.outcome.clone();
     if let Some(limit) = wait
         && outcome

@@ -21,7 +21,9 @@
 #![cfg_attr(not(feature = "node"), allow(dead_code, unused_imports))]
 
 use accord_proto::note::Verifier;
-use accord_proto::pb::run::v1::{GetRunRequest, RunReceipt, run_service_client::RunServiceClient};
+use accord_proto::pb::run::v1::{
+    GetReceiptRequest, RunReceipt, run_service_client::RunServiceClient,
+};
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, Subcommand};
 use prost::Message;
@@ -280,7 +282,7 @@ pub async fn receipt(a: ReceiptArgs, out: crate::output::Output) -> Result<()> {
     };
     let mut client = RunServiceClient::with_interceptor(ch, bearer);
     let r = client
-        .get_receipt(GetRunRequest { run: a.id.clone() })
+        .get_receipt(GetReceiptRequest { run: a.id.clone() })
         .await
         .map_err(|s| crate::hints::status_error(&s, "a party token on the run, or admin.token"))?
         .into_inner();

@@ -7,6 +7,7 @@
 
 use accord_proto::pb::record::v1 as rpb;
 use accord_proto::pb::run::v1::{self as pb, run_service_client::RunServiceClient};
+use accord_proto::pb::work::v1::SubmitResponse;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
@@ -464,18 +465,23 @@ pub async fn write(w: RunWrite, out: Output) -> Result<()> {
         ));
     }
     let mut c = client(conn).await?;
-    let r = match req {
-        Write::Create(r) => c.create_run(r).await,
-        Write::Move(r) => c.transition(r).await,
-        Write::Action(r) => c.add_action(r).await,
-        Write::Proposal(r) => c.add_proposal(r).await,
-        Write::Decision(r) => c.add_decision(r).await,
-        Write::Evidence(r) => c.add_evidence(r).await,
-        Write::Output(r) => c.add_output(r).await,
-        Write::Audit(r) => c.add_audit_event(r).await,
+    // Each call has its own answer message with `SubmitResponse`'s fields (issue 28).
+    fn answer<T: Into<SubmitResponse>>(
+        r: Result<tonic::Response<T>, tonic::Status>,
+    ) -> Result<SubmitResponse, tonic::Status> {
+        r.map(|r| r.into_inner().into())
     }
-    .map_err(status)?
-    .into_inner();
+    let r = match req {
+        Write::Create(r) => answer(c.create_run(r).await),
+        Write::Move(r) => answer(c.transition(r).await),
+        Write::Action(r) => answer(c.add_action(r).await),
+        Write::Proposal(r) => answer(c.add_proposal(r).await),
+        Write::Decision(r) => answer(c.add_decision(r).await),
+        Write::Evidence(r) => answer(c.add_evidence(r).await),
+        Write::Output(r) => answer(c.add_output(r).await),
+        Write::Audit(r) => answer(c.add_audit_event(r).await),
+    }
+    .map_err(status)?;
     flags::submitted(
         &[("record", kind.into()), ("run", w.conn().run.clone())],
         &r,

@@ -317,7 +317,7 @@ async fn watch(a: WatchArgs, out: Output) -> Result<()> {
         .conn
         .work()
         .await?
-        .watch_commitments(a.filter.request()?)
+        .watch_commitments(pb::WatchCommitmentsRequest::from(a.filter.request()?))
         .await
         .map_err(status)?
         .into_inner();
@@ -331,6 +331,7 @@ async fn watch(a: WatchArgs, out: Output) -> Result<()> {
         let Some(s) = stream.message().await.map_err(status)? else {
             break;
         };
+        let s = pb::CommitmentSummary::from(s);
         seen += 1;
         if out == Output::Json {
             output::json(&summary_json(&s));

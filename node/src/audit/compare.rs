@@ -5,7 +5,10 @@
 //!
 //! * every key either side holds must be in the other with an equal value (commitments compared
 //!   as decoded values without their deadline-index time, which depends on the batch the record
-//!   was committed in, not on the records);
+//!   was committed in, not on the records); this covers the time index (`pj_timed`, a function
+//!   of each commitment alone), the run-children index and the records waiting for their home's
+//!   order (`pj_pending`) as well as the commitments, histories, readers, attention lists, runs,
+//!   envelopes and organisations;
 //! * the deadline index (`pj_due`) is checked against the stored commitments instead: each due
 //!   commitment has exactly its entry, and no entry names anything else;
 //! * the watermark must cover every record.
@@ -73,6 +76,8 @@ fn key_commitment(cf: &str, key: &[u8]) -> Option<String> {
     let id = match cf {
         ps::COMMITMENTS => key,
         ps::READERS => &key[..key.iter().position(|b| *b == 0)?],
+        // `timed::key`: the time (8 bytes) ‖ the commitment id.
+        ps::TIMED => key.get(8..)?,
         _ => return None,
     };
     Some(String::from_utf8_lossy(id).into_owned())
@@ -166,6 +171,9 @@ pub(super) fn compare(
         ps::ACTED,
         ps::ATTENTION,
         ps::RUNS,
+        ps::RUN_CHILDREN,
+        ps::TIMED,
+        ps::PENDING,
         ENVELOPES,
         ORGS,
     ];

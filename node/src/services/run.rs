@@ -268,13 +268,14 @@ impl RunService for RunApi {
     async fn create_run(
         &self,
         req: Request<pb::CreateRunRequest>,
-    ) -> Result<Response<SubmitResponse>, Status> {
+    ) -> Result<Response<pb::CreateRunResponse>, Status> {
         let r = req.get_ref().clone();
         let start = required("start", r.start)?;
         let run = start.run.clone();
         Ok(Response::new(
             self.write(&req, &run, Some(r.commitment_id), Op::RunStart(start))
-                .await?,
+                .await?
+                .into(),
         ))
     }
 
@@ -282,11 +283,13 @@ impl RunService for RunApi {
     async fn transition(
         &self,
         req: Request<pb::TransitionRequest>,
-    ) -> Result<Response<SubmitResponse>, Status> {
+    ) -> Result<Response<pb::TransitionResponse>, Status> {
         let t = required("transition", req.get_ref().transition.clone())?;
         let run = t.run.clone();
         Ok(Response::new(
-            self.write(&req, &run, None, Op::RunTransition(t)).await?,
+            self.write(&req, &run, None, Op::RunTransition(t))
+                .await?
+                .into(),
         ))
     }
 
@@ -294,11 +297,11 @@ impl RunService for RunApi {
     async fn add_action(
         &self,
         req: Request<pb::AddActionRequest>,
-    ) -> Result<Response<SubmitResponse>, Status> {
+    ) -> Result<Response<pb::AddActionResponse>, Status> {
         let a = required("action", req.get_ref().action.clone())?;
         let run = a.run.clone();
         Ok(Response::new(
-            self.write(&req, &run, None, Op::RunAction(a)).await?,
+            self.write(&req, &run, None, Op::RunAction(a)).await?.into(),
         ))
     }
 
@@ -306,11 +309,13 @@ impl RunService for RunApi {
     async fn add_proposal(
         &self,
         req: Request<pb::AddProposalRequest>,
-    ) -> Result<Response<SubmitResponse>, Status> {
+    ) -> Result<Response<pb::AddProposalResponse>, Status> {
         let a = required("proposal", req.get_ref().proposal.clone())?;
         let run = a.run.clone();
         Ok(Response::new(
-            self.write(&req, &run, None, Op::RunProposal(a)).await?,
+            self.write(&req, &run, None, Op::RunProposal(a))
+                .await?
+                .into(),
         ))
     }
 
@@ -318,11 +323,13 @@ impl RunService for RunApi {
     async fn add_decision(
         &self,
         req: Request<pb::AddDecisionRequest>,
-    ) -> Result<Response<SubmitResponse>, Status> {
+    ) -> Result<Response<pb::AddDecisionResponse>, Status> {
         let a = required("decision", req.get_ref().decision.clone())?;
         let run = a.run.clone();
         Ok(Response::new(
-            self.write(&req, &run, None, Op::RunDecision(a)).await?,
+            self.write(&req, &run, None, Op::RunDecision(a))
+                .await?
+                .into(),
         ))
     }
 
@@ -330,11 +337,13 @@ impl RunService for RunApi {
     async fn add_evidence(
         &self,
         req: Request<pb::AddEvidenceRequest>,
-    ) -> Result<Response<SubmitResponse>, Status> {
+    ) -> Result<Response<pb::AddEvidenceResponse>, Status> {
         let a = required("evidence", req.get_ref().evidence.clone())?;
         let run = a.run.clone();
         Ok(Response::new(
-            self.write(&req, &run, None, Op::RunEvidence(a)).await?,
+            self.write(&req, &run, None, Op::RunEvidence(a))
+                .await?
+                .into(),
         ))
     }
 
@@ -342,11 +351,11 @@ impl RunService for RunApi {
     async fn add_output(
         &self,
         req: Request<pb::AddOutputRequest>,
-    ) -> Result<Response<SubmitResponse>, Status> {
+    ) -> Result<Response<pb::AddOutputResponse>, Status> {
         let a = required("output", req.get_ref().output.clone())?;
         let run = a.run.clone();
         Ok(Response::new(
-            self.write(&req, &run, None, Op::RunOutput(a)).await?,
+            self.write(&req, &run, None, Op::RunOutput(a)).await?.into(),
         ))
     }
 
@@ -354,11 +363,13 @@ impl RunService for RunApi {
     async fn add_audit_event(
         &self,
         req: Request<pb::AddAuditEventRequest>,
-    ) -> Result<Response<SubmitResponse>, Status> {
+    ) -> Result<Response<pb::AddAuditEventResponse>, Status> {
         let a = required("event", req.get_ref().event.clone())?;
         let run = a.run.clone();
         Ok(Response::new(
-            self.write(&req, &run, None, Op::RunAuditEvent(a)).await?,
+            self.write(&req, &run, None, Op::RunAuditEvent(a))
+                .await?
+                .into(),
         ))
     }
 
@@ -412,7 +423,7 @@ impl RunService for RunApi {
     #[tracing::instrument(skip_all, fields(run = %req.get_ref().run))]
     async fn get_receipt(
         &self,
-        req: Request<pb::GetRunRequest>,
+        req: Request<pb::GetReceiptRequest>,
     ) -> Result<Response<pb::RunReceipt>, Status> {
         let id = req.get_ref().run.clone();
         let (r, children) = self.readable(&req, &id)?;
@@ -425,12 +436,12 @@ impl RunService for RunApi {
     #[tracing::instrument(skip_all, fields(run = %req.get_ref().run))]
     async fn get_prior_work(
         &self,
-        req: Request<pb::GetRunRequest>,
-    ) -> Result<Response<pb::PriorWork>, Status> {
+        req: Request<pb::GetPriorWorkRequest>,
+    ) -> Result<Response<pb::GetPriorWorkResponse>, Status> {
         let id = req.get_ref().run.clone();
         let (r, children) = self.readable(&req, &id)?;
         let w = kr::prior_work(&r, children);
-        Ok(Response::new(pb::PriorWork {
+        Ok(Response::new(pb::GetPriorWorkResponse {
             run: w.run,
             state: state_to_wire(w.state),
             actions: ids(&w.actions),

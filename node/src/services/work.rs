@@ -9,6 +9,7 @@ use crate::node::Node;
 use accord_proto::pb::work::v1 as pb;
 use accord_proto::pb::work::v1::work_service_server::{WorkService, WorkServiceServer};
 use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE, RecordId};
+use futures::TryStreamExt;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -118,7 +119,7 @@ impl WorkService for WorkApi {
     async fn declare(
         &self,
         req: Request<pb::DeclareRequest>,
-    ) -> Result<Response<pb::SubmitResponse>, Status> {
+    ) -> Result<Response<pb::DeclareResponse>, Status> {
         let party = self.node.tokens.party(&req)?;
         tracing::Span::current().record("party", &party);
         let mut record = req
@@ -147,7 +148,9 @@ impl WorkService for WorkApi {
         let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
         tracing::Span::current().record("record_id", hex::encode(id));
         Ok(Response::new(
-            super::submit::append(&self.node, signed, record, id).await?,
+            super::submit::append(&self.node, signed, record, id)
+                .await?
+                .into(),
         ))
     }
 
@@ -166,7 +169,7 @@ impl WorkService for WorkApi {
         Ok(Response::new(pb::GetRecordResponse { entry: Some(entry) }))
     }
 
-    type ListRecordsStream = Stream<pb::LedgerEntry>;
+    type ListRecordsStream = Stream<pb::ListRecordsResponse>;
 
     #[tracing::instrument(skip_all, fields(caller, from = req.get_ref().from_sequence, limit = req.get_ref().limit))]
     async fn list_records(
@@ -191,7 +194,9 @@ impl WorkService for WorkApi {
             readers: self.readers.clone(),
             _permit: permit,
         };
-        Ok(Response::new(Box::pin(listing.into_stream())))
+        Ok(Response::new(Box::pin(
+            listing.into_stream().map_ok(pb::ListRecordsResponse::from),
+        )))
     }
 
     #[tracing::instrument(skip_all, fields(caller, commitment = %req.get_ref().commitment_id))]
@@ -234,15 +239,16 @@ impl WorkService for WorkApi {
         Ok(Response::new(page))
     }
 
-    type WatchCommitmentsStream = Stream<pb::CommitmentSummary>;
+    type WatchCommitmentsStream = Stream<pb::WatchCommitmentsResponse>;
 
     #[tracing::instrument(skip_all, fields(caller))]
     async fn watch_commitments(
         &self,
-        req: Request<pb::ListCommitmentsRequest>,
+        req: Request<pb::WatchCommitmentsRequest>,
     ) -> Result<Response<Self::WatchCommitmentsStream>, Status> {
         let caller = self.caller(&req)?;
-        let filter = super::commitments::Filter::parse(&self.node, &caller, req.get_ref())?;
+        let asked = pb::ListCommitmentsRequest::from(req.into_inner());
+        let filter = super::commitments::Filter::parse(&self.node, &caller, &asked)?;
         let permit = self.stream_permit(&caller, "WatchCommitments")?;
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let (node, rules) = (self.node.clone(), self.rules.clone());
@@ -255,7 +261,7 @@ impl WorkService for WorkApi {
             drop(permit);
         });
         Ok(Response::new(Box::pin(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
+            tokio_stream::wrappers::ReceiverStream::new(rx).map_ok(Into::into),
         )))
     }
 
@@ -272,7 +278,7 @@ impl WorkService for WorkApi {
         )?))
     }
 
-    type WatchAttentionStream = Stream<pb::AttentionItem>;
+    type WatchAttentionStream = Stream<pb::WatchAttentionResponse>;
 
     #[tracing::instrument(skip_all, fields(caller))]
     async fn watch_attention(
@@ -294,7 +300,7 @@ impl WorkService for WorkApi {
             drop(permit);
         });
         Ok(Response::new(Box::pin(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
+            tokio_stream::wrappers::ReceiverStream::new(rx).map_ok(Into::into),
         )))
     }
 

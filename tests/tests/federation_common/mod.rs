@@ -282,7 +282,7 @@ pub async fn ledger(node: &TestNode) -> Vec<work::LedgerEntry> {
         .into_inner();
     let mut out = Vec::new();
     while let Some(e) = s.message().await.expect("entry") {
-        out.push(e);
+        out.push(e.into());
     }
     out
 }

@@ -63,6 +63,7 @@ pub async fn start(c: &mut Client, run: &str, commitment: &str, parent: &str) ->
         .await
         .unwrap()
         .into_inner()
+        .into()
 }
 
 pub fn go_req(
@@ -89,14 +90,17 @@ pub async fn go(
         .await
         .unwrap()
         .into_inner()
+        .into()
 }
 
-pub fn applied(r: &SubmitResponse) -> bool {
+pub fn applied<R: Clone + Into<SubmitResponse>>(r: &R) -> bool {
+    let r: SubmitResponse = r.clone().into();
     r.outcome.as_ref().is_some_and(|o| o.applied)
 }
 
 /// The kernel's rejection code of a recorded record (empty when applied).
-pub fn code(r: &SubmitResponse) -> String {
+pub fn code<R: Clone + Into<SubmitResponse>>(r: &R) -> String {
+    let r: SubmitResponse = r.clone().into();
     r.outcome
         .as_ref()
         .map(|o| o.rejection_code.clone())
