@@ -406,6 +406,22 @@ impl TestNode {
             .expect("party token")
     }
 
+    /// `accordctl`'s flags to reach this node as party `p`: `--node`, `--ca` and the party's
+    /// `--token-file`.
+    pub fn cli_party(&self, p: &str) -> Vec<String> {
+        vec![
+            "--node".into(),
+            format!("https://{}", self.addr),
+            "--ca".into(),
+            self.dir.join("tls/ca.pem").display().to_string(),
+            "--token-file".into(),
+            self.dir
+                .join(format!("parties/{p}.token"))
+                .display()
+                .to_string(),
+        ]
+    }
+
     /// The operator token.
     pub fn admin_token(&self) -> String {
         std::fs::read_to_string(self.dir.join("admin.token")).expect("admin token")

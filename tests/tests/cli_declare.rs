@@ -9,26 +9,11 @@ use serde_json::Value;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// `--node`, `--ca` and party `p`'s `--token-file` for `node`.
-fn party(node: &TestNode, p: &str) -> Vec<String> {
-    vec![
-        "--node".into(),
-        format!("https://{}", node.addr),
-        "--ca".into(),
-        node.dir.join("tls/ca.pem").display().to_string(),
-        "--token-file".into(),
-        node.dir
-            .join(format!("parties/{p}.token"))
-            .display()
-            .to_string(),
-    ]
-}
-
 /// `accordctl work declare <args> <credentials of p> --output json`: (exit code, JSON answer).
 fn declare(node: &TestNode, p: &str, args: &[&str]) -> (i32, Value) {
     let mut v: Vec<String> = ["work", "declare"].iter().map(|s| s.to_string()).collect();
     v.extend(args.iter().map(|s| s.to_string()));
-    v.extend(party(node, p));
+    v.extend(node.cli_party(p));
     v.extend(["--output".into(), "json".into()]);
     let refs: Vec<&str> = v.iter().map(String::as_str).collect();
     let (code, out, err) = run_bin("accordctl", &refs, None).expect("accordctl runs");
@@ -154,7 +139,7 @@ async fn parties_declare_the_core_operations() {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    args.extend(party(&node, "alice"));
+    args.extend(node.cli_party("alice"));
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, _) = run_bin("accordctl", &refs, None).unwrap();
     assert_eq!(code, 3, "{out}");

@@ -13,27 +13,12 @@ use accord_proto::pb::run::v1::GetRunRequest;
 use accord_tests::{TestNode, run_bin};
 use serde_json::Value;
 
-/// `--node`, `--ca` and party `p`'s `--token-file` for `node`.
-fn creds(node: &TestNode, p: &str) -> Vec<String> {
-    vec![
-        "--node".into(),
-        format!("https://{}", node.addr),
-        "--ca".into(),
-        node.dir.join("tls/ca.pem").display().to_string(),
-        "--token-file".into(),
-        node.dir
-            .join(format!("parties/{p}.token"))
-            .display()
-            .to_string(),
-    ]
-}
-
 /// `accordctl run <args> <credentials of p> --output json`: (exit code, stdout, stderr).
 fn run_cli(node: &TestNode, p: &str, args: &[&str]) -> (i32, String, String) {
     let mut v: Vec<String> = std::iter::once("run".to_string())
         .chain(args.iter().map(|s| s.to_string()))
         .collect();
-    v.extend(creds(node, p));
+    v.extend(node.cli_party(p));
     v.extend(["--output".into(), "json".into()]);
     let refs: Vec<&str> = v.iter().map(String::as_str).collect();
     run_bin("accordctl", &refs, None).expect("accordctl runs")

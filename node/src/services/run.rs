@@ -82,13 +82,15 @@ fn ids(list: &[k::RecordId]) -> Vec<prost::bytes::Bytes> {
 impl RunApi {
     /// Signs `op` for the authenticated party and records it; then writes the run effects.
     /// `commitment` is `Some` for a `run_start` (the commitment it is to execute).
-    async fn write<T>(
+    /// The answer is the call's own message (`CreateRunResponse`, …: `SubmitResponse`'s fields;
+    /// issue 28).
+    async fn write<T, A: From<SubmitResponse>>(
         &self,
         req: &Request<T>,
         run: &str,
         commitment: Option<String>,
         op: Op,
-    ) -> Result<SubmitResponse, Error> {
+    ) -> Result<A, Error> {
         let party = self.node.tokens.party(req)?;
         tracing::Span::current().record("party", &party);
         crate::ident::id(run).map_err(|r| Error::invalid("run", r))?;
@@ -154,7 +156,7 @@ impl RunApi {
                 }
             }
         }
-        Ok(resp)
+        Ok(resp.into())
     }
 
     async fn sign_append(
@@ -274,8 +276,7 @@ impl RunService for RunApi {
         let run = start.run.clone();
         Ok(Response::new(
             self.write(&req, &run, Some(r.commitment_id), Op::RunStart(start))
-                .await?
-                .into(),
+                .await?,
         ))
     }
 
@@ -287,9 +288,7 @@ impl RunService for RunApi {
         let t = required("transition", req.get_ref().transition.clone())?;
         let run = t.run.clone();
         Ok(Response::new(
-            self.write(&req, &run, None, Op::RunTransition(t))
-                .await?
-                .into(),
+            self.write(&req, &run, None, Op::RunTransition(t)).await?,
         ))
     }
 
@@ -301,7 +300,7 @@ impl RunService for RunApi {
         let a = required("action", req.get_ref().action.clone())?;
         let run = a.run.clone();
         Ok(Response::new(
-            self.write(&req, &run, None, Op::RunAction(a)).await?.into(),
+            self.write(&req, &run, None, Op::RunAction(a)).await?,
         ))
     }
 
@@ -313,9 +312,7 @@ impl RunService for RunApi {
         let a = required("proposal", req.get_ref().proposal.clone())?;
         let run = a.run.clone();
         Ok(Response::new(
-            self.write(&req, &run, None, Op::RunProposal(a))
-                .await?
-                .into(),
+            self.write(&req, &run, None, Op::RunProposal(a)).await?,
         ))
     }
 
@@ -327,9 +324,7 @@ impl RunService for RunApi {
         let a = required("decision", req.get_ref().decision.clone())?;
         let run = a.run.clone();
         Ok(Response::new(
-            self.write(&req, &run, None, Op::RunDecision(a))
-                .await?
-                .into(),
+            self.write(&req, &run, None, Op::RunDecision(a)).await?,
         ))
     }
 
@@ -341,9 +336,7 @@ impl RunService for RunApi {
         let a = required("evidence", req.get_ref().evidence.clone())?;
         let run = a.run.clone();
         Ok(Response::new(
-            self.write(&req, &run, None, Op::RunEvidence(a))
-                .await?
-                .into(),
+            self.write(&req, &run, None, Op::RunEvidence(a)).await?,
         ))
     }
 
@@ -355,7 +348,7 @@ impl RunService for RunApi {
         let a = required("output", req.get_ref().output.clone())?;
         let run = a.run.clone();
         Ok(Response::new(
-            self.write(&req, &run, None, Op::RunOutput(a)).await?.into(),
+            self.write(&req, &run, None, Op::RunOutput(a)).await?,
         ))
     }
 
@@ -367,9 +360,7 @@ impl RunService for RunApi {
         let a = required("event", req.get_ref().event.clone())?;
         let run = a.run.clone();
         Ok(Response::new(
-            self.write(&req, &run, None, Op::RunAuditEvent(a))
-                .await?
-                .into(),
+            self.write(&req, &run, None, Op::RunAuditEvent(a)).await?,
         ))
     }
 
