@@ -1,0 +1,285 @@
+//! The seed tables the kernel implements, transcribed once from the seeds' text into the files
+//! beside this one (issue 29 item 4: tests that read the seed, not the code). Each file names
+//! the seed and section it quotes; the parsers here turn the quoted text into plain data, and
+//! no expected value in the tests that use them comes from a kernel constant or function.
+//!
+//! File format: `#` lines are comments (the header naming the seed); `@name` starts a section;
+//! every other line belongs to the section above it, exactly as the seed writes it.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+/// Seed 003, "Lifecycle & Timeout".
+pub const LIFECYCLE_003: &str = include_str!("003_lifecycle.txt");
+
+/// The lines of section `name` of `text` (panics if there is none: the transcription is the
+/// test's data, a missing section is a broken test).
+pub fn section<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+    let mut out = None;
+    for line in text.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        if let Some(s) = line.strip_prefix('@') {
+            if out.is_some() {
+                break;
+            }
+            if s.trim() == name {
+                out = Some(Vec::new());
+            }
+            continue;
+        }
+        if let Some(v) = out.as_mut() {
+            v.push(line);
+        }
+    }
+    out.unwrap_or_else(|| panic!("no section @{name}"))
+}
+
+/// The rows of a tab-separated seed table in `lines`, the header row first, blank lines and
+/// prose (a line without a tab) skipped.
+pub fn tsv<'a>(lines: &[&'a str]) -> Vec<Vec<&'a str>> {
+    lines
+        .iter()
+        .filter(|l| l.contains('\t'))
+        .map(|l| l.split('\t').map(str::trim).collect())
+        .collect()
+}
+
+/// `key: value` lines under the line `head:` (the seed's YAML-like blocks), one level deep.
+pub fn yaml_block<'a>(lines: &[&'a str], head: &str) -> BTreeMap<&'a str, &'a str> {
+    let start = lines
+        .iter()
+        .position(|l| l.trim() == format!("{head}:"))
+        .unwrap_or_else(|| panic!("no {head}: block"));
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let base = indent(lines[start]);
+    let mut out = BTreeMap::new();
+    let mut inner = None;
+    for l in &lines[start + 1..] {
+        if l.trim().is_empty() || indent(l) <= base {
+            break;
+        }
+        let level = *inner.get_or_insert(indent(l));
+        if indent(l) != level {
+            continue;
+        }
+        let (k, v) = l.trim().split_once(':').expect("key: value");
+        out.insert(k.trim(), v.trim());
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seed 003: the commit-envelope lifecycle.
+
+/// One arrow of the seed's state diagram: the diagram's label, from (`None`: the start), to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Arrow {
+    pub label: String,
+    pub from: Option<String>,
+    pub to: String,
+}
+
+/// The phase names in the diagram's boxes (`│  NAME  │`), in the diagram's order.
+pub fn diagram_phases() -> Vec<String> {
+    let mut out = Vec::new();
+    for line in section(LIFECYCLE_003, "diagram") {
+        for cell in line.split('│') {
+            let w = cell.trim();
+            if !w.is_empty()
+                && w.chars().all(|c| c.is_ascii_uppercase())
+                && !out.contains(&w.into())
+            {
+                out.push(w.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The phases the diagram marks `(terminal)`: the boxes on the line above the marks whose
+/// column range holds a mark.
+pub fn diagram_terminal() -> Vec<String> {
+    let d = section(LIFECYCLE_003, "diagram");
+    let cols = |l: &str| l.chars().collect::<Vec<char>>();
+    let mut out = Vec::new();
+    for (i, line) in d.iter().enumerate() {
+        let marks: Vec<usize> = {
+            let c = cols(line);
+            (0..c.len())
+                .filter(|&j| c[j..].iter().collect::<String>().starts_with("(terminal)"))
+                .collect()
+        };
+        if marks.is_empty() {
+            continue;
+        }
+        // The nearest line above with box names.
+        let boxes = d[..i]
+            .iter()
+            .rev()
+            .find(|l| l.chars().any(|c| c.is_ascii_uppercase()))
+            .expect("a box line above the marks");
+        let c = cols(boxes);
+        for m in marks {
+            // The name whose box spans the mark's middle column.
+            let mid = m + "(terminal)".len() / 2;
+            let (mut lo, mut hi) = (mid.min(c.len() - 1), mid.min(c.len() - 1));
+            while lo > 0 && c[lo] != '│' {
+                lo -= 1;
+            }
+            while hi + 1 < c.len() && c[hi] != '│' {
+                hi += 1;
+            }
+            let name: String = c[lo + 1..hi].iter().collect::<String>().trim().to_string();
+            assert!(
+                !name.is_empty() && name.chars().all(|ch| ch.is_ascii_uppercase()),
+                "(terminal) at column {m} is under a box: {name:?}"
+            );
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// The arrows, as transcribed in `@arrows` (checked word by word against `@diagram`).
+pub fn arrows() -> Vec<Arrow> {
+    let diagram = section(LIFECYCLE_003, "diagram").join("\n");
+    section(LIFECYCLE_003, "arrows")
+        .into_iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split('|').map(str::trim).collect();
+            let [label, from, to] = f[..] else {
+                panic!("arrow line {l:?}")
+            };
+            for w in label.split_whitespace() {
+                assert!(
+                    diagram.contains(w),
+                    "arrow label word {w:?} is not in the diagram"
+                );
+            }
+            Arrow {
+                label: label.into(),
+                from: (from != "-").then(|| from.to_string()),
+                to: to.into(),
+            }
+        })
+        .collect()
+}
+
+/// The seed's declaration: `lifecycle:` (field → event name).
+pub fn lifecycle_names() -> BTreeMap<String, String> {
+    yaml_block(&section(LIFECYCLE_003, "lifecycle"), "lifecycle")
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The seed's declaration: `timeout:` (abort_after_seconds, tick_event).
+pub fn timeout() -> (u64, String) {
+    let t = yaml_block(&section(LIFECYCLE_003, "timeout"), "timeout");
+    (
+        t["abort_after_seconds"].parse().expect("seconds"),
+        t["tick_event"].to_string(),
+    )
+}
+
+/// The entity type the seed says the four lifecycle events target ("… targeting the X entity
+/// type").
+pub fn lifecycle_entity_type() -> String {
+    let text = section(LIFECYCLE_003, "lifecycle_fields").join("\n");
+    let after = text
+        .split("targeting the ")
+        .nth(1)
+        .expect("the seed's sentence on the events section");
+    after
+        .split(" entity type")
+        .next()
+        .expect("… entity type")
+        .to_string()
+}
+
+/// The "Emitted by" column of the seed's lifecycle-events table, by field.
+pub fn emitted_by() -> BTreeMap<String, String> {
+    tsv(&section(LIFECYCLE_003, "lifecycle_fields"))
+        .into_iter()
+        .skip(1)
+        .map(|r| (r[0].trim_matches('`').to_string(), r[1].to_string()))
+        .collect()
+}
+
+/// The tick event as the seed's `events:` block declares it: (name, kind, state, entity_expr,
+/// payload).
+pub fn tick_event() -> (String, String, String, String, BTreeMap<String, String>) {
+    let lines = section(LIFECYCLE_003, "events");
+    let events = yaml_block(&lines, "events");
+    let (name, _) = events.iter().next().expect("one event");
+    // The event's own block is indented under `events:`; find it by its line.
+    let at = lines
+        .iter()
+        .position(|l| l.trim() == format!("{name}:"))
+        .expect("the event's block");
+    let own = yaml_block(&lines[at..], name);
+    let payload = yaml_block(&lines[at..], "payload")
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    (
+        name.to_string(),
+        own["kind"].to_string(),
+        own["state"].to_string(),
+        own["entity_expr"].to_string(),
+        payload,
+    )
+}
+
+/// The envelope type built from the seed's declaration alone (named `budget_transfer`, as the
+/// node names it; seed 003's quoted text declares no participants' rules, so it has none).
+pub fn envelope_type() -> accord_kernel::envelope::EnvelopeType {
+    use accord_kernel::envelope::{EnvelopeType, EventDecl, LifecycleEvents, Timeout};
+    let names = lifecycle_names();
+    let (secs, tick) = timeout();
+    let target = lifecycle_entity_type();
+    let (tick_name, kind, state, entity_expr, payload) = tick_event();
+    assert_eq!(
+        tick_name, tick,
+        "the seed's tick event is the one it declares"
+    );
+    let mut events: BTreeMap<String, EventDecl> = names
+        .values()
+        .map(|n| {
+            (
+                n.clone(),
+                EventDecl {
+                    state: target.clone(),
+                    ..EventDecl::default()
+                },
+            )
+        })
+        .collect();
+    events.insert(
+        tick_name,
+        EventDecl {
+            kind,
+            state,
+            entity_expr,
+            payload,
+        },
+    );
+    EnvelopeType {
+        name: "budget_transfer".into(),
+        lifecycle: LifecycleEvents {
+            prepare_event: names["prepare_event"].clone(),
+            prepared_event: names["prepared_event"].clone(),
+            commit_event: names["commit_event"].clone(),
+            abort_event: names["abort_event"].clone(),
+        },
+        timeout: Timeout {
+            abort_after_seconds: secs,
+            tick_event: tick,
+        },
+        events,
+        participants: Vec::new(),
+    }
+}
