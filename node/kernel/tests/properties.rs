@@ -394,6 +394,15 @@ fn menu(c: &Commitment, st: Option<State>) -> Vec<(u8, u32)> {
             ]);
         }
     }
+    // Out-of-state attempts by the role holders (the neighbouring states' moves): each must be
+    // refused unless the seed's From column lists the state.
+    if st.is_some() {
+        for n in [0, 4, 5, accept, 9, 33] {
+            if !m.iter().any(|(x, _)| *x == n) {
+                m.push((n, 1));
+            }
+        }
+    }
     if let Some(s) = st {
         if !seed_terminal(s) {
             m.extend([(11, 1), (29, 1), (31, 1), (27, 2), (39, 2), (44, 1)]);
@@ -1281,10 +1290,11 @@ fn run(forms: &[Form], steps: Vec<Step>, crit: AcceptanceCriterion) -> Result<Mi
                 {
                     mix.reopenings += 1;
                 }
+                // The seed's oracles first, then the kernel's own terminal flag.
+                check_applied(&before, &f.dir, &rb)?;
                 if let (Some(b), Some(a)) = (before.get(&target), f.dir.get(&target)) {
                     prop_assert_eq!(a.history.len(), b.history.len() + 1);
                     prop_assert_eq!(a.history.last(), Some(&rb.id));
-                    // The kernel's own terminal flag agrees.
                     for (id, item) in &b.items {
                         if item.state.is_terminal() {
                             prop_assert_eq!(
@@ -1296,7 +1306,6 @@ fn run(forms: &[Form], steps: Vec<Step>, crit: AcceptanceCriterion) -> Result<Mi
                         }
                     }
                 }
-                check_applied(&before, &f.dir, &rb)?;
             }
             Err(e) => {
                 *mix.codes.entry(format!("{:?}", e.code)).or_default() += 1;
