@@ -283,3 +283,43 @@ pub fn envelope_type() -> accord_kernel::envelope::EnvelopeType {
         participants: Vec::new(),
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Seed 000: conditions, gates and multi-party aggregation.
+
+/// Seed 000, "Conditions and gates" and "Multi-party aggregation".
+pub const AGGREGATION_000: &str = include_str!("000_aggregation.txt");
+
+/// The seed's answer table: answer → whether it counts as acceptance.
+pub fn answer_counts() -> BTreeMap<String, bool> {
+    tsv(&section(AGGREGATION_000, "conditions_and_gates"))
+        .into_iter()
+        .skip(1)
+        .map(|r| {
+            let yes = match r[1] {
+                "Yes" => true,
+                "No" => false,
+                other => panic!("counts as acceptance: {other:?}"),
+            };
+            (r[0].to_string(), yes)
+        })
+        .collect()
+}
+
+/// The seed's aggregation table: (policy, satisfied, becomes unsatisfiable), in its order.
+pub fn policies() -> Vec<(String, String, String)> {
+    tsv(&section(AGGREGATION_000, "aggregation"))
+        .into_iter()
+        .skip(1)
+        .map(|r| (r[0].to_string(), r[1].to_string(), r[2].to_string()))
+        .collect()
+}
+
+/// The seed's sentences after the aggregation table.
+pub fn aggregation_prose() -> String {
+    section(AGGREGATION_000, "aggregation")
+        .into_iter()
+        .filter(|l| !l.contains('\t'))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
