@@ -19,6 +19,15 @@
 //! the view is consistent with the state.
 //!
 //! `the_generator_reaches_every_state_and_mostly_applies` measures the mix over a fixed RNG seed.
+//!
+//! Each seed oracle was seen failing against a mutation of the kernel (then reverted): release
+//! allowed from every state (a terminal state left); notice allowed from every state (an
+//! operation applied on a closed commitment); a delegate offer that sets the obligor, an assign
+//! offer that sets the obligee; reject moving to requested (Result); state allowed from
+//! conditionally_promised (From); named items ignored, acting on every item (an item moved that
+//! the record does not name); `unknown_commitment` answered `invalid_state`; no expire from
+//! `due_work` (the mix test: no run reaches expired); supplier, pool and qa parties refused by
+//! Access (the mix test: 0.281 of the steps apply).
 
 mod common;
 
@@ -1358,7 +1367,7 @@ fn case() -> impl Strategy<Value = (Vec<Form>, Vec<Step>, AcceptanceCriterion)> 
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
 
     #[test]
     fn random_sequences_keep_the_invariants((forms, steps, crit) in case()) {
