@@ -323,3 +323,43 @@ pub fn aggregation_prose() -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+// ---------------------------------------------------------------------------------------------
+// Seed 000: the commitment's states and operations.
+
+/// Seed 000, "Commitment": "States" and "Operations".
+pub const OPERATIONS_000: &str = include_str!("000_operations.txt");
+
+/// The seed's states: (wire name, terminal).
+pub fn states() -> Vec<(String, bool)> {
+    tsv(&section(OPERATIONS_000, "states"))
+        .into_iter()
+        .skip(1)
+        .map(|r| (r[1].to_string(), r[2] == "Yes"))
+        .collect()
+}
+
+/// One row of the seed's "Operations" table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperationRow {
+    pub operation: String,
+    pub who: String,
+    pub from: String,
+    pub result: String,
+    pub content: String,
+}
+
+/// The seed's operations table, in its order.
+pub fn operations() -> Vec<OperationRow> {
+    tsv(&section(OPERATIONS_000, "operations"))
+        .into_iter()
+        .skip(1)
+        .map(|r| OperationRow {
+            operation: r[0].to_string(),
+            who: r[1].to_string(),
+            from: r[2].to_string(),
+            result: r[3].to_string(),
+            content: r[4].to_string(),
+        })
+        .collect()
+}
