@@ -214,7 +214,9 @@ pub(crate) fn counter(
 }
 
 /// accept_counter: the digest must name the current counter version; its terms and author
-/// become the commitment's.
+/// become the commitment's. A counter whose author is no longer the one who would become the
+/// obligor — another candidate promised an item since — is stale: the obligor changes only by
+/// delegate (seed 000: "The old party stays in place until acceptance").
 pub(crate) fn accept_counter(
     ctx: &Ctx,
     targets: &[String],
@@ -235,6 +237,11 @@ pub(crate) fn accept_counter(
             "the digest is not the current counter version",
         );
     };
+    ensure(
+        ctx.c.obligor.as_ref().is_none_or(|o| *o == cv.by),
+        C::StaleCounterDigest,
+        "the counter's author is not the commitment's obligor: another candidate promised since",
+    )?;
     adopt_terms(next, cv.terms.clone(), cv.record);
     next.counter = None;
     next.obligor = Some(cv.by.clone());

@@ -1006,13 +1006,6 @@ fn check_applied(
     // the obligee changes only by the new obligee's assign acceptance.
     if let Some(old) = &b.obligor {
         match &a.obligor {
-            // Known defect, left to the kernel's owner: accepting a counter that another
-            // candidate made before this obligor promised hands the obligation to the counter's
-            // author (`an_accepted_stale_counter_moves_the_obligor`, ignored until fixed).
-            Some(new)
-                if new != old
-                    && matches!(r.op, Operation::AcceptCounter { .. })
-                    && b.counter.as_ref().is_some_and(|cv| cv.by == *new) => {}
             Some(new) if new != old => prop_assert!(
                 matches!(r.op, Operation::DelegateAcceptance { .. }) && r.author == *new,
                 "obligor {} -> {} by {} from {}",
@@ -1447,11 +1440,10 @@ fn the_saved_regression_case_replays() {
 /// Found by the obligor oracle above: C counters item b, then K (a queue candidate) promises
 /// item a and becomes the obligor; the obligee accepts C's counter, and the obligor becomes C
 /// without a delegate record (seed 000: the obligor changes only by delegate, "The old party
-/// stays in place until acceptance"). Ignored until the kernel refuses the stale counter or
-/// drops it when another party becomes the obligor.
+/// stays in place until acceptance"). The kernel now refuses the stale counter
+/// (`stale_counter_digest`) and K stays the obligor.
 #[test]
-#[ignore = "kernel defect: accept_counter of a counter by another candidate replaces the obligor"]
-fn an_accepted_stale_counter_moves_the_obligor() {
+fn an_accepted_stale_counter_leaves_the_obligor() {
     let (author, request) = creation(Form::Candidate, AcceptanceCriterion::default());
     let mut w = World::new();
     w.ok(&author, req(request));
@@ -1470,7 +1462,10 @@ fn an_accepted_stale_counter_moves_the_obligor() {
     let accept = Operation::AcceptCounter {
         counter_digest: Some(counter),
     };
-    let _ = w.try_op(&Cast::o(), accept, &[counter], &["b"]);
+    let refused = w
+        .try_op(&Cast::o(), accept, &[counter], &["b"])
+        .expect_err("the counter's author is no longer the one to become obligor");
+    assert_eq!(refused.code, RejectionCode::StaleCounterDigest, "{refused}");
     assert_eq!(
         w.c().obligor,
         Some(Cast::k()),
