@@ -160,6 +160,9 @@ codes! {
     UnknownRun => "unknown_run",
     /// A run_start names a run that already exists.
     RunExists => "run_exists",
+    /// A run holds [`MAX_RUN_RECORDS`](crate::run::MAX_RUN_RECORDS) records; the work goes on
+    /// in a child run (a `run_start` naming it as `parent`).
+    RunFull => "run_full",
     /// A move into awaiting_approval or partially_approved without a proposal, evidence or
     /// metadata.
     MissingApprovalContext => "missing_approval_context",

@@ -1228,3 +1228,41 @@ proptest! {
         prop_assert_eq!(&again["r"], &w.runs["r"]);
     }
 }
+
+/// Issue 27: a run holds at most 1,024 records, its `run_start` included (README, "Runs": the
+/// documented bound, so every node decides alike); the next is refused `run_full` and the run is
+/// unchanged, and the work goes on in a child run naming it as `parent` (seed 002's recovery
+/// link).
+#[test]
+fn a_run_holds_a_bounded_number_of_records_and_continues_in_a_child() {
+    const DOCUMENTED: usize = 1024;
+    let event = |n: usize| {
+        RunBody::AuditEvent(AuditEvent {
+            kind: "step".into(),
+            detail: format!("event {n}"),
+        })
+    };
+    let mut w = Runs::new();
+    w.start("r", RunStart::default()).unwrap();
+    for n in 1..DOCUMENTED {
+        w.body("r", event(n))
+            .unwrap_or_else(|e| panic!("record {} of {DOCUMENTED}: {e}", n + 1));
+    }
+    assert_eq!(w.runs["r"].audit_events.len(), DOCUMENTED - 1);
+    let full = w.body("r", event(DOCUMENTED)).unwrap_err();
+    assert_eq!(full.code, RejectionCode::RunFull, "{full}");
+    // A transition is refused alike: the bound counts every kind of record.
+    let moved = w.move_to("r", RunState::Queued, TransitionContext::default());
+    assert_eq!(moved.unwrap_err().code, RejectionCode::RunFull);
+    assert_eq!(w.state("r"), RunState::Pending);
+    w.start(
+        "r2",
+        RunStart {
+            parent: Some("r".into()),
+            ..RunStart::default()
+        },
+    )
+    .unwrap();
+    w.body("r2", event(0)).unwrap();
+    assert_eq!(w.runs["r2"].audit_events.len(), 1);
+}

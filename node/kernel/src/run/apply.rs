@@ -10,7 +10,8 @@
 //!    later record on a run that is unknown or whose record of that kind the author may not
 //!    write (the executor's records; decisions by [`APPROVERS`](super::who::APPROVERS)), are
 //!    `unknown_run`. A taken run id is `run_exists`;
-//! 4. `wrong_commitment` (the detail does not name the commitment), `duplicate_record`;
+//! 4. `wrong_commitment` (the detail does not name the commitment), `duplicate_record`,
+//!    `run_full` (the run holds [`MAX_RUN_RECORDS`] records);
 //! 5. state: a transition must be in the table (`terminal_state` / `invalid_state`); actions,
 //!    proposals and decisions are refused once the run is terminal (`terminal_state`);
 //!    evidence, outputs and audit events may still arrive for review;
@@ -36,6 +37,12 @@ use crate::access::Access;
 use crate::directory::Directory;
 use crate::record::{ExecutionReport, Operation, Record, RecordId, hex_id};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
+
+/// The most records one run holds, its `run_start` included (issue 27: a run's derived state,
+/// cached and stored whole, grows with its records, so a party could otherwise grow one run
+/// without end). Seed 002 lets a run continue in another: a `run_start` naming it as `parent`.
+/// A protocol constant, not a node setting, so every node decides a run's records alike.
+pub const MAX_RUN_RECORDS: usize = 1024;
 
 /// The runs the node knows (for `parent` links and existence).
 pub trait RunDirectory {
@@ -196,6 +203,11 @@ pub fn apply_run(
         !run.history.contains(&record.id),
         C::DuplicateRecord,
         hex_id(&record.id),
+    )?;
+    ensure(
+        run.history.len() < MAX_RUN_RECORDS,
+        C::RunFull,
+        format!("run {id:?} holds {MAX_RUN_RECORDS} records; continue in a child run"),
     )?;
     // The run's claims on its commitment, only while its executor may make them.
     let claims = executed(run).is_some_and(|c| executes(run, c, access));

@@ -44,7 +44,7 @@ mod state;
 pub mod table;
 pub mod who;
 
-pub use apply::{RunApplied, RunDirectory, RunEffect, apply_run};
+pub use apply::{MAX_RUN_RECORDS, RunApplied, RunDirectory, RunEffect, apply_run};
 pub use claim::{execution, execution_report};
 pub use receipt::{GatedAction, Receipt, child_count, receipt};
 pub use record::{
