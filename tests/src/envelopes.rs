@@ -1,6 +1,7 @@
 //! Envelope helpers shared by the envelope tests (`envelopes.rs`, `envelope_delegate.rs`):
 //! the EnvelopeService client, reading an envelope as the operator sees it, waiting for its
-//! phase or history, the operator's ticks, and an envelope's accounts and history lines.
+//! phase or history, the operator's ticks and holds, and an envelope's accounts and history
+//! lines.
 
 use crate::{TestNode, eventually, not_yet, with_token};
 use accord_proto::pb::envelope::v1::{self as env, envelope_service_client::EnvelopeServiceClient};
@@ -94,6 +95,17 @@ pub async fn tick(node: &TestNode, tick_id: &str, instant_time: i64) -> env::Sub
         .await
         .expect("tick")
         .into_inner()
+}
+
+/// The holds `node`'s operator lists (`EnvelopeService.ListHolds`).
+pub async fn holds(node: &TestNode) -> Vec<env::Hold> {
+    client(node)
+        .await
+        .list_holds(with_token(env::ListHoldsRequest {}, &node.admin_token()))
+        .await
+        .unwrap_or_else(|e| panic!("{}: ListHolds: {e:?}", node.name))
+        .into_inner()
+        .holds
 }
 
 /// The account `name` of an envelope.

@@ -11,7 +11,7 @@ use crate::federation_common;
 use accord_proto::pb::envelope::v1 as env;
 use accord_proto::pb::record::v1::{self as rec, SignedRecord, record::Operation};
 use accord_proto::signing;
-use accord_tests::envelopes::{EXTERNAL_TICKS, client, get, tick, wait_phase, wait_vote};
+use accord_tests::envelopes::{EXTERNAL_TICKS, client, get, holds, tick, wait_phase, wait_vote};
 use accord_tests::{TestNode, with_token};
 use federation_common::*;
 use prost::Message;
@@ -164,26 +164,10 @@ async fn wait_obligor(node: &TestNode, want: &str) {
     }
 }
 
-/// bob defers `JOB` at globex; the outcome's rejection code ("" when applied).
+/// bob defers `JOB` at globex; the outcome's rejection code ("" when applied). JOB's home is
+/// acme: bob's record applies once acme ordered it (issue 26).
 async fn bob_defers(b: &TestNode) -> String {
-    let req = with_token(
-        accord_proto::pb::work::v1::DeclareRequest {
-            record: Some(defer("globex", "bob", JOB)),
-        },
-        &b.party_token("bob"),
-    );
-    let resp = work(b)
-        .await
-        .declare(req)
-        .await
-        .expect("declare")
-        .into_inner();
-    let id: [u8; 32] = resp.record_id.as_ref().try_into().unwrap();
-    // JOB's home is acme: bob's record applies once acme ordered it (issue 26).
-    settled(b, &id, resp.outcome)
-        .await
-        .unwrap_or_default()
-        .rejection_code
+    declared_code(b, "bob", defer("globex", "bob", JOB)).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -278,16 +262,6 @@ async fn the_commitment_is_held_while_the_delegate_is_open_and_freed_by_the_time
     for n in [&a, &b, &c] {
         assert_eq!(obligor(n).await, "globex/bob", "{}", n.name);
     }
-}
-
-async fn holds(node: &TestNode) -> Vec<env::Hold> {
-    client(node)
-        .await
-        .list_holds(with_token(env::ListHoldsRequest {}, &node.admin_token()))
-        .await
-        .expect("list holds")
-        .into_inner()
-        .holds
 }
 
 /// Issue 27: the coordinator goes silent (acme never ticks) and initech never answers. globex,

@@ -25,6 +25,7 @@ mod deploy_manifests;
 mod durability_states;
 mod ensure_deps;
 mod envelope_delegate;
+mod envelope_hostile;
 mod envelopes;
 mod federation_backfill;
 mod federation_backpressure;

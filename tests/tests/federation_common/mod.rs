@@ -200,6 +200,26 @@ pub async fn declare(node: &TestNode, party: &str, r: Record) -> [u8; 32] {
     id
 }
 
+/// Declares `r` for `party` at `node` and waits until it is decided (at the commitment's home
+/// too): its rejection code, "" when applied.
+pub async fn declared_code(node: &TestNode, party: &str, r: Record) -> String {
+    let req = accord_tests::with_token(
+        work::DeclareRequest { record: Some(r) },
+        &node.party_token(party),
+    );
+    let resp = work(node)
+        .await
+        .declare(req)
+        .await
+        .expect("declare")
+        .into_inner();
+    let id: [u8; 32] = resp.record_id.as_ref().try_into().unwrap();
+    settled(node, &id, resp.outcome)
+        .await
+        .unwrap_or_default()
+        .rejection_code
+}
+
 pub async fn durability(node: &TestNode, id: &[u8; 32]) -> work::GetDurabilityResponse {
     work(node)
         .await
