@@ -152,11 +152,6 @@ const NOT_HERE: &[(&str, &str)] = &[
     ("amend", "See amendments"),
 ];
 
-/// Where the kernel disagrees with a row: (operation, from state, party, the seed's sentence,
-/// what the kernel does). `known_drifts_still_disagree` fails once the kernel follows the seed,
-/// so the list shrinks with every fix.
-const KNOWN_DRIFTS: &[(&str, &str, &str, &str, &str)] = &[];
-
 /// A commitment in `state`, reached through records, with the records an operation may name.
 struct Fx {
     w: World,
@@ -542,10 +537,6 @@ fn every_row_is_read() {
 
 #[test]
 fn the_party_each_row_names_may_and_no_other_may() {
-    let drifts: BTreeSet<(&str, &str, &str)> = KNOWN_DRIFTS
-        .iter()
-        .map(|(o, s, p, _, _)| (*o, *s, *p))
-        .collect();
     let rows = seed::operations();
     let mut codes: BTreeMap<String, usize> = BTreeMap::new();
     let mut disagree = Vec::new();
@@ -565,9 +556,6 @@ fn the_party_each_row_names_may_and_no_other_may() {
             *codes.entry(c.to_string()).or_default() += 1;
         }
         let agrees = named == outcome.is_ok();
-        if drifts.contains(&(op.as_str(), from.as_str(), name)) {
-            continue;
-        }
         if !agrees {
             disagree.push(format!(
                 "{op} from {from:?} by {name}: seed says {}, kernel {outcome:?}",
@@ -582,30 +570,6 @@ fn the_party_each_row_names_may_and_no_other_may() {
         assert!(
             allowed_codes.contains(c.as_str()),
             "refusal codes: {codes:?}"
-        );
-    }
-}
-
-#[test]
-fn known_drifts_still_disagree() {
-    let attempts = every_attempt();
-    let rows = seed::operations();
-    for (op, from, party, sentence, kernel) in KNOWN_DRIFTS {
-        let row = rows.iter().find(|r| r.operation == *op).unwrap();
-        assert!(
-            seed::OPERATIONS_000.contains(sentence),
-            "{sentence:?} is the seed's"
-        );
-        let reading = WHO.iter().find(|r| r.who == row.who).unwrap();
-        let named = (reading.names)(from).contains(party);
-        let (_, _, _, outcome) = attempts
-            .iter()
-            .find(|(o, f, p, _)| o == op && f == from && p == party)
-            .unwrap_or_else(|| panic!("no attempt {op} from {from} by {party}"));
-        assert_ne!(
-            named,
-            outcome.is_ok(),
-            "{op} from {from} by {party} now follows the seed ({kernel}): remove it from KNOWN_DRIFTS"
         );
     }
 }
