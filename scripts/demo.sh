@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
 if [ ! -x target/debug/accordctl ]; then
-  echo "first build: compiling RocksDB's C++ and Accord (about 12 minutes on two cores; cargo shows progress)" >&2
+  echo "first build: compiling RocksDB's C++ and Accord (25 to 40 minutes on two cores; cargo shows progress)" >&2
 fi
 # Built with progress shown (cargo's own bar on a terminal, a line per crate otherwise), then run.
 cargo build -p accordctl --bin accordctl

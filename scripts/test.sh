@@ -13,7 +13,7 @@ bash scripts/ensure-deps.sh
 # recorded baseline (issue 28; proto/buf.yaml).
 bash scripts/buf.sh
 if [ ! -x target/debug/accord-node ]; then
-  echo "first build: compiling RocksDB's C++ and Accord (about 12 minutes on two cores; cargo shows progress)" >&2
+  echo "first build: compiling RocksDB's C++ and Accord (25 to 40 minutes on two cores; cargo shows progress)" >&2
 fi
 cargo build --workspace --bins
 # Real clients outside Rust (Python grpcio, Node.js @grpc/grpc-js) against a node and a witness
