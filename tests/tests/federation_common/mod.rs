@@ -185,6 +185,13 @@ pub async fn settled(
 
 /// Declares a record for `party` with its bearer token (signed by the node).
 pub async fn declare(node: &TestNode, party: &str, r: Record) -> [u8; 32] {
+    let (id, outcome) = declare_as(node, party, r).await;
+    assert_settled_applied(node, &id, outcome).await;
+    id
+}
+
+/// Declares `r` for `party` at `node`: the record id and the outcome the node answered.
+async fn declare_as(node: &TestNode, party: &str, r: Record) -> ([u8; 32], Option<work::Outcome>) {
     let req = accord_tests::with_token(
         work::DeclareRequest { record: Some(r) },
         &node.party_token(party),
@@ -196,25 +203,14 @@ pub async fn declare(node: &TestNode, party: &str, r: Record) -> [u8; 32] {
         .expect("declare")
         .into_inner();
     let id: [u8; 32] = resp.record_id.as_ref().try_into().unwrap();
-    assert_settled_applied(node, &id, resp.outcome).await;
-    id
+    (id, resp.outcome)
 }
 
 /// Declares `r` for `party` at `node` and waits until it is decided (at the commitment's home
 /// too): its rejection code, "" when applied.
 pub async fn declared_code(node: &TestNode, party: &str, r: Record) -> String {
-    let req = accord_tests::with_token(
-        work::DeclareRequest { record: Some(r) },
-        &node.party_token(party),
-    );
-    let resp = work(node)
-        .await
-        .declare(req)
-        .await
-        .expect("declare")
-        .into_inner();
-    let id: [u8; 32] = resp.record_id.as_ref().try_into().unwrap();
-    settled(node, &id, resp.outcome)
+    let (id, outcome) = declare_as(node, party, r).await;
+    settled(node, &id, outcome)
         .await
         .unwrap_or_default()
         .rejection_code
