@@ -47,19 +47,17 @@ fn record_change(field: &str, bytes: &[u8]) -> R<ke::Change> {
     }
     let signed = accord_proto::pb::record::v1::SignedRecord::decode(bytes)
         .map_err(|_| Error::invalid(&f, "not an accord.record.v1.SignedRecord"))?;
-    if signed.payload_type != accord_proto::signing::RECORD_PAYLOAD_TYPE {
-        return Err(Error::invalid(format!("{f}.payload_type"), "not a record"));
-    }
+    accord_proto::declaration::check_payload_type(&signed.payload_type)
+        .map_err(|e| Error::invalid(format!("{f}.payload_type"), e))?;
     let record = accord_proto::pb::record::v1::Record::decode(signed.payload.as_ref())
         .map_err(|_| Error::invalid(format!("{f}.payload"), "not an accord.record.v1.Record"))?;
+    accord_proto::declaration::check_matches(&signed.payload_type, &record)
+        .map_err(|e| Error::invalid(format!("{f}.payload_type"), e))?;
     crate::ident::id(&record.commitment_id)
         .map_err(|r| Error::invalid(format!("{f}.payload.commitment_id"), r))?;
     Ok(ke::Change::Record {
         commitment: record.commitment_id,
-        record: accord_proto::signing::record_id(
-            accord_proto::signing::RECORD_PAYLOAD_TYPE,
-            &signed.payload,
-        ),
+        record: accord_proto::signing::record_id(&signed.payload_type, &signed.payload),
         signed: bytes.to_vec(),
     })
 }

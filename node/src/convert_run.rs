@@ -170,6 +170,12 @@ pub fn operation(op: &Op) -> R<Option<k::Operation>> {
                     .map_err(|r| Error::invalid(format!("{F}.run_start.initiator"), r))?;
                 Some(k::Party::new(&o, &n))
             };
+            if s.heartbeat_interval_ms < 0 {
+                return Err(Error::invalid(
+                    format!("{F}.run_start.heartbeat_interval_ms"),
+                    "must be positive, or 0 for the default (one hour)",
+                ));
+            }
             (
                 &s.run,
                 kr::RunBody::Start(kr::RunStart {
@@ -178,6 +184,8 @@ pub fn operation(op: &Op) -> R<Option<k::Operation>> {
                     parent: (!s.parent.is_empty()).then(|| s.parent.clone()),
                     persistence: s.persistence.clone(),
                     replay_confirmed: s.replay_confirmed,
+                    heartbeat_interval_ms: (s.heartbeat_interval_ms > 0)
+                        .then_some(s.heartbeat_interval_ms),
                 }),
             )
         }

@@ -18,7 +18,7 @@ use accord_kernel::envelope::Phase;
 use accord_proto::pb::envelope::v1 as epb;
 use accord_proto::pb::record::v1 as pb;
 use accord_proto::pb::record::v1::record::Operation as Op;
-use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE, RecordId};
+use accord_proto::signing::{self, RecordId};
 use prost::Message;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -81,7 +81,7 @@ async fn append(
         operation: Some(op),
     };
     let signed = signing::sign_record(&node.signer, &record);
-    let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
+    let id = signing::record_id(&signed.payload_type, &signed.payload);
     let input = crate::convert::record_from_pb(id, &record)?;
     let r = node
         .ledger
@@ -256,7 +256,7 @@ fn signed_by_own_key(keys: &Keys, party: &str, signed: &pb::SignedRecord) -> boo
     signed.signatures.iter().any(|sig| {
         std::iter::once(&keys.node)
             .chain(party_keys)
-            .any(|k| signing::verify(k, RECORD_PAYLOAD_TYPE, &signed.payload, sig).is_ok())
+            .any(|k| signing::verify(k, &signed.payload_type, &signed.payload, sig).is_ok())
     })
 }
 

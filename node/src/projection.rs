@@ -72,6 +72,11 @@ impl CommitmentRef {
     pub fn promise_due(&self) -> Option<RecordId> {
         self.0.promise_due
     }
+
+    /// The execution claims runs of this organisation still owe the commitment.
+    pub fn claims_due(&self) -> &[store::OwedClaim] {
+        &self.0.claims_due
+    }
 }
 
 /// The read side of the projection: the stored state (through its bounded caches).

@@ -73,7 +73,8 @@ impl Runs {
     }
 
     /// Applies one run record at ledger time `now`; `commitments` holds the commitment the run
-    /// executes (and the record's), as derived before it.
+    /// executes (and the record's), as derived before it. Returns the outcome and the applied
+    /// record's effects (also kept for [`RunEffects::take`]).
     pub fn apply(
         &mut self,
         load: Load<'_>,
@@ -81,7 +82,7 @@ impl Runs {
         record: &k::Record,
         access: &k::Access,
         now: i64,
-    ) -> Outcome {
+    ) -> (Outcome, Vec<kr::RunEffect>) {
         // The run and, for a start, the parent it names (a non-run record is the kernel's
         // `wrong_machine`).
         let (run, parent) = match &record.op {
@@ -97,9 +98,11 @@ impl Runs {
                 dir.insert(id, r);
             }
         }
+        let mut applied_effects = Vec::new();
         let verdict = kr::apply_run(&Dir(dir), commitments, record, access, now).map(
             |kr::RunApplied { next, effects }| {
                 if !effects.is_empty() {
+                    applied_effects.clone_from(&effects);
                     self.effects.push((record.id, effects));
                 }
                 // Only an applied start names a parent: the new run is its child.
@@ -109,7 +112,7 @@ impl Runs {
                 self.batch.insert(next.id.clone(), Arc::new(next));
             },
         );
-        crate::convert::outcome(verdict)
+        (crate::convert::outcome(verdict), applied_effects)
     }
 
     /// Takes what the batch changed, for its synced write and, once synced, its publication;

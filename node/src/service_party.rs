@@ -20,14 +20,17 @@ use crate::projection::WORK_SERVICE;
 use accord_kernel as k;
 use accord_proto::pb::record::v1 as pb;
 use accord_proto::pb::record::v1::record::Operation as Op;
-use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
+use accord_proto::signing;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// One record the Work service party must write: its commitment, basis, items and operation.
+/// One record the node's clock must write: its commitment, basis, items and operation, by the
+/// Work service party or, for a run's owed claim, by the run's executor.
 #[derive(Debug, Clone)]
 pub struct Due {
+    /// The author's party name; `None` = the Work service party.
+    pub author: Option<String>,
     /// The commitment.
     pub commitment: String,
     /// What it rests on.
@@ -75,12 +78,37 @@ fn wire_op(op: &k::Operation) -> Option<Op> {
     })
 }
 
+/// The observations runs of this organisation owe `c` (issue 29; seed 000: "Execution, control
+/// and liveness come from executor or external Claims"): each authored by the run's executor,
+/// resting on the run record, written wherever the commitment's home is.
+fn claims_for(c: &crate::projection::CommitmentRef) -> Vec<Due> {
+    c.claims_due()
+        .iter()
+        .map(|o| Due {
+            author: Some(o.executor.name.clone()),
+            commitment: c.id.clone(),
+            basis: vec![o.record],
+            items: Vec::new(),
+            op: Op::Observation(pb::Observation {
+                execution: o
+                    .execution
+                    .unwrap_or(k::ExecutionReport::Unspecified)
+                    .to_wire(),
+                heartbeat_interval_ms: o.heartbeat_interval_ms,
+                left_cleanly: o.left_cleanly,
+                ..Default::default()
+            }),
+        })
+        .collect()
+}
+
 /// What is due for one commitment at `now`.
 fn due_for(c: &k::Commitment, promise_claim: Option<k::RecordId>, now: i64) -> Vec<Due> {
     let mut out = Vec::new();
     if let Some(claim) = promise_claim.filter(|cl| c.claim.as_ref().map(|x| x.record) == Some(*cl))
     {
         out.push(Due {
+            author: None,
             commitment: c.id.clone(),
             basis: vec![claim],
             items: Vec::new(),
@@ -90,6 +118,7 @@ fn due_for(c: &k::Commitment, promise_claim: Option<k::RecordId>, now: i64) -> V
     for a in k::due_work(c, now) {
         match wire_op(&a.op) {
             Some(op) => out.push(Due {
+                author: None,
                 commitment: a.commitment,
                 basis: a.basis,
                 items: a.items,
@@ -115,19 +144,25 @@ pub fn scan(node: &Node, now: i64) -> Vec<Due> {
     };
     // Only the commitment's home writes what its clock produces (issue 26, item 1): every other
     // holder applies the home's records as they arrive and never writes its own.
+    // The claims this organisation's runs owe are its own to write, wherever the home is.
     due.iter()
-        .filter(|c| c.home_org(node.name()) == node.name())
-        .flat_map(|c| due_for(c, c.promise_due(), now))
+        .flat_map(|c| {
+            let mut d = claims_for(c);
+            if c.home_org(node.name()) == node.name() {
+                d.extend(due_for(c, c.promise_due(), now));
+            }
+            d
+        })
         .collect()
 }
 
-/// Signs `due` as the Work service party and appends it; the kernel form is converted from the
-/// signed wire record.
+/// Signs `due` with the node key (as the Work service party, or the run's executor for an owed
+/// claim) and appends it; the kernel form is converted from the signed wire record.
 pub async fn write(node: &Node, due: Due, now: i64) -> Result<crate::ledger::AppendResult, Error> {
     let record = pb::Record {
         author: Some(pb::PartyRef {
             organisation: node.name().to_string(),
-            name: WORK_SERVICE.to_string(),
+            name: due.author.unwrap_or_else(|| WORK_SERVICE.to_string()),
         }),
         declared_at_unix_ms: now,
         commitment_id: due.commitment,
@@ -137,7 +172,7 @@ pub async fn write(node: &Node, due: Due, now: i64) -> Result<crate::ledger::App
         operation: Some(due.op),
     };
     let signed = signing::sign_record(&node.signer, &record);
-    let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
+    let id = signing::record_id(&signed.payload_type, &signed.payload);
     let input = crate::convert::record_from_pb(id, &record)?;
     node.ledger
         .append(crate::ledger::Append {

@@ -6,6 +6,7 @@
 //! - [`note`]: C2SP signed notes and Ed25519 keys in signed-note text form (c2sp.org/signed-note).
 //! - [`checkpoint`]: C2SP tlog-checkpoint and tlog-cosignature (cosignature/v1).
 //! - [`merkle`]: RFC 6962 / RFC 9162 Merkle hashing, inclusion and consistency proofs.
+//! - [`declaration`]: seed 000's typed Declarations and the payload type each is signed under.
 //! - [`codes`]: federation admission decisions and the closed lists of reason codes.
 //! - [`receipt`]: signing and offline verification of federation receipts.
 #![forbid(unsafe_code)]
@@ -15,6 +16,7 @@ pub mod pb;
 
 pub mod checkpoint;
 pub mod codes;
+pub mod declaration;
 pub mod error;
 pub mod merkle;
 pub mod note;

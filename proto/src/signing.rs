@@ -15,7 +15,8 @@ use crate::error::{Error, KeyRef};
 use crate::note::{KeyKind, Signer, Verifier};
 use crate::pb::record::v1 as pb;
 
-/// The payload type of an encoded `accord.record.v1.Record`.
+/// The payload type of an encoded `accord.record.v1.Record` that is not a typed Declaration (and of
+/// every record signed before typed Declarations: see [`crate::declaration`]).
 pub const RECORD_PAYLOAD_TYPE: &str = "application/vnd.accord.record.v1+protobuf";
 /// The payload type of an encoded federation envelope.
 pub const ENVELOPE_PAYLOAD_TYPE: &str = "application/vnd.accord.envelope.v1+protobuf";
@@ -60,14 +61,18 @@ pub fn sign(signer: &Signer, payload_type: &str, payload: &[u8]) -> pb::Signatur
     }
 }
 
-/// Encodes `record` with prost and signs the bytes as [`RECORD_PAYLOAD_TYPE`]. The returned
-/// payload is the exact signed byte string; it is what must be stored and sent.
+/// Encodes `record` with prost and signs the bytes under its payload type: its typed
+/// Declaration type (`https://suiss.app/ns/work/declaration/<wire name>`, seed 000) or
+/// [`RECORD_PAYLOAD_TYPE`] for Claims, run and envelope records
+/// ([`crate::declaration::payload_type`]). The returned payload is the exact signed byte string;
+/// it is what must be stored and sent.
 pub fn sign_record(signer: &Signer, record: &pb::Record) -> pb::SignedRecord {
     let payload = record.encode_to_vec();
-    let signature = sign(signer, RECORD_PAYLOAD_TYPE, &payload);
+    let payload_type = crate::declaration::payload_type(record);
+    let signature = sign(signer, &payload_type, &payload);
     pb::SignedRecord {
         payload: Bytes::from(payload),
-        payload_type: RECORD_PAYLOAD_TYPE.to_owned(),
+        payload_type,
         signatures: vec![signature],
     }
 }

@@ -307,6 +307,18 @@ impl TestNode {
     /// Starts the process (after `init`, or again after a stop), pinning the port it got first so
     /// that peers configured with it still reach it after a restart.
     pub async fn spawn(&mut self) -> Result<()> {
+        self.spawn_limited(None).await
+    }
+
+    /// [`TestNode::spawn`] with the process's file-size limit (RLIMIT_FSIZE) set to
+    /// `file_size_kib` KiB and SIGXFSZ ignored, through bash's `trap '' XFSZ; ulimit -f`: once a
+    /// file the node writes (RocksDB's write-ahead log first) would grow past it, the kernel
+    /// refuses the write with EFBIG — a real write fault, with no switch in the node.
+    pub async fn spawn_with_file_size_limit(&mut self, file_size_kib: u64) -> Result<()> {
+        self.spawn_limited(Some(file_size_kib)).await
+    }
+
+    async fn spawn_limited(&mut self, file_size_kib: Option<u64>) -> Result<()> {
         let cfg = self.dir.join("accord.toml");
         if self.addr.port() != 0 {
             let text = std::fs::read_to_string(&cfg)?;
@@ -323,7 +335,20 @@ impl TestNode {
                 .join("\n");
             std::fs::write(&cfg, text + "\n")?;
         }
-        let mut child = Command::new(bin("accord-node"))
+        let mut cmd = match file_size_kib {
+            None => Command::new(bin("accord-node")),
+            Some(kib) => {
+                // bash: its `ulimit -f` counts 1024-byte blocks (dash counts 512). An ignored
+                // signal stays ignored across exec, so the write fails with EFBIG instead of
+                // the process being killed by SIGXFSZ.
+                let mut c = Command::new("bash");
+                c.arg("-c")
+                    .arg(format!("trap '' XFSZ; ulimit -f {kib} && exec \"$0\" \"$@\""))
+                    .arg(bin("accord-node"));
+                c
+            }
+        };
+        let mut child = cmd
             .args(["serve", "--config"])
             .arg(&cfg)
             .env(

@@ -43,3 +43,16 @@ pub async fn submit(c: &mut WorkClient, signer: &Signer, r: &Record) -> work::Su
     .expect("submit")
     .into_inner()
 }
+
+/// `r` encoded and signed by `key` under `payload_type`, whatever the record's operation: for
+/// tests of the payload types a node reads (`accord_proto::declaration`) — the generic type of
+/// records signed before typed Declarations, or a type that names another operation.
+pub fn signed_as(key: &Signer, payload_type: &str, r: &Record) -> rec::SignedRecord {
+    use prost::Message as _;
+    let payload = r.encode_to_vec();
+    rec::SignedRecord {
+        signatures: vec![accord_proto::signing::sign(key, payload_type, &payload)],
+        payload: payload.into(),
+        payload_type: payload_type.into(),
+    }
+}

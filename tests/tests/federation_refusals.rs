@@ -153,13 +153,33 @@ async fn forged_unknown_wrong_identity_and_unauthorized_are_refused_or_rejected(
         payload_type: RECORD_PAYLOAD_TYPE.into(),
         signatures: alice_sig(&alice),
     };
+    // A request signed under the Declaration type of another operation (seed 000: "Every
+    // operation is a typed Declaration (https://suiss.app/ns/work/declaration/<wire name>)").
+    let mistyped = accord_tests::records::signed_as(
+        &alice,
+        "https://suiss.app/ns/work/declaration/promise",
+        &request("acme", "alice", "r-6", party("globex", "bob")),
+    );
+    // A request signed under the generic record type, as every record was before typed
+    // Declarations: still read, and admitted.
+    let legacy = accord_tests::records::signed_as(
+        &alice,
+        RECORD_PAYLOAD_TYPE,
+        &request("acme", "alice", "r-7", party("globex", "bob")),
+    );
+    assert_eq!(
+        good.payload_type, "https://suiss.app/ns/work/declaration/request",
+        "a node signs a request under its Declaration type"
+    );
     let records = vec![
         unknown_key.clone(),
         bad_sig.clone(),
         unauthorized.clone(),
         own_org.clone(),
         malformed.clone(),
+        mistyped.clone(),
         good.clone(),
+        legacy.clone(),
     ];
     let receipts = as_a
         .deliver(as_a.envelope("globex", records.clone(), 6))
@@ -174,6 +194,8 @@ async fn forged_unknown_wrong_identity_and_unauthorized_are_refused_or_rejected(
             r#"["rejected", "unauthorized_author"]"#,
             r#"["rejected", "unauthorized_author"]"#,
             r#"["rejected", "malformed"]"#,
+            r#"["rejected", "malformed"]"#,
+            "admitted",
             "admitted",
         ]
     );
@@ -202,7 +224,7 @@ async fn forged_unknown_wrong_identity_and_unauthorized_are_refused_or_rejected(
         assert_eq!(rec.author.unwrap().name, "work-service");
     }
     // Rejected records have no local effect: they are not in the ledger; the good one is.
-    for r in &records[..5] {
+    for r in &records[..6] {
         let e = wc
             .get_record(work::GetRecordRequest {
                 record_id: id_of(r).to_vec().into(),
@@ -211,11 +233,16 @@ async fn forged_unknown_wrong_identity_and_unauthorized_are_refused_or_rejected(
             .unwrap_err();
         assert_eq!(e.code(), tonic::Code::NotFound);
     }
-    wc.get_record(work::GetRecordRequest {
-        record_id: id_of(&good).to_vec().into(),
-    })
-    .await
-    .unwrap();
+    for r in [&good, &legacy] {
+        let got = wc
+            .get_record(work::GetRecordRequest {
+                record_id: id_of(r).to_vec().into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(got.entry.unwrap().record.as_ref(), Some(r), "kept as signed");
+    }
 
     // The refusals are kept, with their codes, for the operator.
     let refusals = refusals(&b).await;

@@ -102,7 +102,7 @@ async fn submit_get_list_declare_and_bad_input() {
     assert!(!r.duplicate);
     assert_eq!(
         r.record_id.as_ref(),
-        signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload)
+        signing::record_id(&signed.payload_type, &signed.payload)
     );
 
     // The same record again: idempotent, the original sequence comes back.
@@ -125,6 +125,45 @@ async fn submit_get_list_declare_and_bad_input() {
     );
     let d = c.declare(req).await.unwrap().into_inner();
     assert_eq!(d.sequence, r.sequence + 1);
+
+    // Seed 000: "Every operation is a typed Declaration
+    // (https://suiss.app/ns/work/declaration/<wire name>)". The declared request is signed under
+    // its type, and its id is SHA-256 of DSSE's PAE over that type, computed here by hand.
+    let declared = c
+        .get_record(work::GetRecordRequest {
+            record_id: d.record_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .entry
+        .unwrap()
+        .record
+        .unwrap();
+    let typ = "https://suiss.app/ns/work/declaration/request";
+    assert_eq!(declared.payload_type, typ);
+    let mut pae = format!("DSSEv1 {} {typ} {} ", typ.len(), declared.payload.len()).into_bytes();
+    pae.extend_from_slice(&declared.payload);
+    assert_eq!(
+        d.record_id.as_ref(),
+        <sha2::Sha256 as sha2::Digest>::digest(&pae).as_slice()
+    );
+    assert_eq!(signed.payload_type, typ, "sign_record types a request too");
+
+    // A record signed under the generic type, as before typed Declarations: still read.
+    let legacy = accord_tests::records::signed_as(&alice, RECORD_PAYLOAD_TYPE, &request("acme", "alice", "c-4", 4));
+    let l = c
+        .submit(work::SubmitRequest {
+            record: Some(legacy.clone()),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(l.sequence, d.sequence + 1);
+    assert_eq!(
+        l.record_id.as_ref(),
+        signing::record_id(RECORD_PAYLOAD_TYPE, &legacy.payload)
+    );
 
     // Declare without a token: Unauthenticated.
     let e = node
@@ -163,6 +202,17 @@ async fn submit_get_list_declare_and_bad_input() {
         signatures: vec![signing::sign(&alice, RECORD_PAYLOAD_TYPE, &[0xff, 0xff])],
     };
     let foreign = signing::sign_record(&alice, &request("other-org", "alice", "c-9", 9));
+    // Typed as another operation's Declaration, or as a Declaration the seed's list lacks.
+    let mistyped = accord_tests::records::signed_as(
+        &alice,
+        "https://suiss.app/ns/work/declaration/promise",
+        &request("acme", "alice", "c-7", 7),
+    );
+    let not_a_declaration = accord_tests::records::signed_as(
+        &alice,
+        "https://suiss.app/ns/work/declaration/observation",
+        &request("acme", "alice", "c-6", 6),
+    );
     let stranger = Signer::generate("acme/alice", &mut rand::rngs::OsRng).unwrap();
     let forged = signing::sign_record(&stranger, &request("acme", "alice", "c-8", 8));
     for (bad, field) in [
@@ -171,6 +221,8 @@ async fn submit_get_list_declare_and_bad_input() {
         (unsigned, "record.signatures"),
         (garbage, "record.payload"),
         (foreign, "record.payload.author.organisation"),
+        (mistyped, "record.payload_type"),
+        (not_a_declaration, "record.payload_type"),
         (forged, "bad_signature"),
     ] {
         let e = c
@@ -203,7 +255,7 @@ async fn submit_get_list_declare_and_bad_input() {
     while let Some(e) = s.message().await.unwrap() {
         seqs.push(e.sequence);
     }
-    assert_eq!(seqs, vec![0, 1], "only the two good records were written");
+    assert_eq!(seqs, vec![0, 1, 2], "only the three good records were written");
 }
 
 /// The reasons a caller gets for a call the node's state or the caller's identity refuses:

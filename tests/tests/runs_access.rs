@@ -30,12 +30,10 @@
 use crate::federation_common;
 use crate::runs_common;
 
-use accord_proto::pb::record::v1::{self as rec, Record, record::Operation};
+use accord_proto::pb::record::v1::{self as rec, record::Operation};
 use accord_proto::pb::run::v1 as pb;
 use accord_proto::pb::work::v1 as work;
-use accord_proto::signing;
-use accord_tests::TestNode;
-use federation_common::{WAIT, declare, ledger, party, reason, record, request, signer};
+use federation_common::{WAIT, ledger, reason};
 use runs_common::*;
 use tonic::Code;
 
@@ -148,49 +146,6 @@ async fn write(
     }
 }
 
-/// `who` (of acme) signs `op` on `commitment` and submits it through WorkService.Submit.
-async fn submit_as(n: &TestNode, who: &str, commitment: &str, op: Operation) -> work::Outcome {
-    let r: Record = record("acme", who, commitment, &[], op);
-    let signed = signing::sign_record(&signer(n, who), &r);
-    federation_common::work(n)
-        .await
-        .submit(work::SubmitRequest {
-            record: Some(signed),
-        })
-        .await
-        .expect("submit")
-        .into_inner()
-        .outcome
-        .expect("outcome")
-}
-
-/// carol asks alice for `c` and alice promises: alice is its obligor.
-async fn alice_promised(n: &TestNode, c: &str) {
-    declare(
-        n,
-        "carol",
-        request("acme", "carol", c, party("acme", "alice")),
-    )
-    .await;
-    declare(
-        n,
-        "alice",
-        record("acme", "alice", c, &[], Operation::Promise(rec::Promise {})),
-    )
-    .await;
-}
-
-async fn commitment(n: &TestNode, id: &str) -> work::GetCommitmentResponse {
-    federation_common::work(n)
-        .await
-        .get_commitment(work::GetCommitmentRequest {
-            commitment_id: id.into(),
-        })
-        .await
-        .expect("operator reads it")
-        .into_inner()
-}
-
 /// What a run's claims may change on its commitment.
 fn axes(c: &work::GetCommitmentResponse) -> (String, String, String, Vec<String>) {
     (
@@ -260,8 +215,8 @@ async fn bob_cannot_execute_a_commitment_he_has_no_role_on() {
             ..Default::default()
         })
     };
-    let on_x1 = submit_as(&n, "bob", "x1", start_op()).await;
-    let on_nope = submit_as(&n, "bob", "nope", start_op()).await;
+    let on_x1 = submit_as(&n, "bob", "x1", start_op()).await.outcome.expect("outcome");
+    let on_nope = submit_as(&n, "bob", "nope", start_op()).await.outcome.expect("outcome");
     assert!(!on_x1.applied);
     assert_eq!(on_x1.rejection_code, "unknown_commitment");
     assert_eq!(
@@ -328,8 +283,8 @@ async fn writing_a_record_grants_no_reading() {
             detail: "x".into(),
         })
     };
-    let on_a1 = submit_as(&n, "carol", "", audit("a1")).await;
-    let on_nope = submit_as(&n, "carol", "", audit("nope")).await;
+    let on_a1 = submit_as(&n, "carol", "", audit("a1")).await.outcome.expect("outcome");
+    let on_nope = submit_as(&n, "carol", "", audit("nope")).await.outcome.expect("outcome");
     assert!(!on_a1.applied);
     assert_eq!(on_a1.rejection_code, "unknown_run");
     assert_eq!(
@@ -403,8 +358,8 @@ async fn refusals_say_nothing_about_what_exists() {
             context: None,
         })
     };
-    let on_ax = submit_as(&n, "bob", "y9", pending("ax")).await;
-    let on_nope = submit_as(&n, "bob", "y9", pending("nope")).await;
+    let on_ax = submit_as(&n, "bob", "y9", pending("ax")).await.outcome.expect("outcome");
+    let on_nope = submit_as(&n, "bob", "y9", pending("nope")).await.outcome.expect("outcome");
     assert_eq!(on_ax.rejection_code, "unknown_run");
     assert_eq!(
         on_ax.rejection_detail.replace("ax", "<id>"),
@@ -412,7 +367,7 @@ async fn refusals_say_nothing_about_what_exists() {
     );
     assert!(!on_ax.rejection_detail.contains("x1"), "{on_ax:?}");
     // Its executor's wrong commitment is refused without echoing the one the run executes.
-    let own = submit_as(&n, "alice", "y9", pending("ax")).await;
+    let own = submit_as(&n, "alice", "y9", pending("ax")).await.outcome.expect("outcome");
     assert_eq!(own.rejection_code, "wrong_commitment");
     assert!(!own.rejection_detail.contains("x1"), "{own:?}");
     assert_eq!(get(&mut alice, "ax").await, before, "the run is unchanged");

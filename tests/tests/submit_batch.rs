@@ -77,7 +77,7 @@ async fn each_record_answered_alone() {
         assert!(!r.duplicate);
         assert_eq!(
             r.record_id,
-            signing::record_id(signing::RECORD_PAYLOAD_TYPE, &good[i].payload).to_vec()
+            signing::record_id(&good[i].payload_type, &good[i].payload).to_vec()
         );
     }
     // Dense, in the order of the batch.

@@ -20,7 +20,7 @@ use accord_proto::pb::work::v1::{
     ListRecordsRequest, SubmitBatchRequest, SubmitRequest, submit_result,
     work_service_client::WorkServiceClient,
 };
-use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
+use accord_proto::signing;
 use anyhow::{Context, Result, anyhow};
 use hdrhistogram::Histogram;
 use prost::Message;
@@ -314,9 +314,6 @@ pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Resul
                 while let Some(e) = s.message().await? {
                     at = e.sequence + 1;
                     let Some(signed) = e.record else { continue };
-                    if signed.payload_type != RECORD_PAYLOAD_TYPE {
-                        continue;
-                    }
                     if let Ok(Record {
                         operation: Some(Operation::Admission(adm)),
                         ..
@@ -342,7 +339,7 @@ pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Resul
     for r in recs {
         tick.tick().await;
         progress.inc(1);
-        let id = signing::record_id(RECORD_PAYLOAD_TYPE, &r.payload).to_vec();
+        let id = signing::record_id(&r.payload_type, &r.payload).to_vec();
         if let Ok(mut m) = sent.lock() {
             m.insert(id, Instant::now());
         }

@@ -6,7 +6,7 @@
 use accord_proto::note::Signer;
 use accord_proto::pb::envelope::v1 as pb;
 use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
-use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
+use accord_proto::signing;
 use anyhow::{Context, Result, anyhow};
 use prost::Message;
 
@@ -76,7 +76,7 @@ pub fn records(
         ..Default::default()
     };
     let offer = signing::sign_record(from_key, &offer);
-    let offer_id = signing::record_id(RECORD_PAYLOAD_TYPE, &offer.payload);
+    let offer_id = signing::record_id(&offer.payload_type, &offer.payload);
     let acceptance = Record {
         author: Some(to.clone()),
         declared_at_unix_ms: now_ms,

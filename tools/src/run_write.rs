@@ -51,6 +51,10 @@ pub struct CreateArgs {
     /// The operator confirmed replaying the parent's non-idempotent actions (`replay_confirmed`).
     #[arg(long)]
     replay_confirmed: bool,
+    /// How often the executor promises a sign of life while the run executes the commitment, in
+    /// milliseconds (`heartbeat_interval_ms`; every run record is one); default one hour.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(i64).range(1..))]
+    heartbeat_interval_ms: Option<i64>,
 }
 
 /// The fourteen run states, by wire name.
@@ -330,6 +334,7 @@ impl RunWrite {
                             .unwrap_or_default(),
                         persistence: text(&a.persistence),
                         replay_confirmed: a.replay_confirmed,
+                        heartbeat_interval_ms: a.heartbeat_interval_ms.unwrap_or(0),
                     }),
                 }),
             ),

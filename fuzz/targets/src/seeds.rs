@@ -149,10 +149,8 @@ fn signed_receipt(r: &Receipt) -> Vec<u8> {
 
 /// An admission receipt proven by a one-leaf checkpoint of the receiver's log, cosigned.
 fn proven_receipt() -> Vec<u8> {
-    let record_id = signing::record_id(
-        accord_proto::signing::RECORD_PAYLOAD_TYPE,
-        &sample_signed_record("c-1").payload,
-    );
+    let sample = sample_signed_record("c-1");
+    let record_id = signing::record_id(&sample.payload_type, &sample.payload);
     let admission = Record {
         author: Some(PartyRef {
             organisation: ORG.into(),

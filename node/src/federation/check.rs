@@ -8,7 +8,7 @@ use super::error::Rejection;
 use super::peers::Peer;
 use accord_kernel as k;
 use accord_proto::pb::record::v1::{Record, SignedRecord};
-use accord_proto::signing::{RECORD_PAYLOAD_TYPE, RecordId};
+use accord_proto::signing::RecordId;
 use prost::Message;
 
 /// A peer record that passed checks 3 and 4: decoded once, in wire and kernel form.
@@ -46,18 +46,21 @@ impl Checked {
     }
 }
 
-/// Check 3 for one peer record: the payload type, and it decodes (`malformed`).
+/// Check 3 for one peer record: the payload type (the generic record type, or a typed
+/// Declaration naming the record's own operation: `accord_proto::declaration`), and it decodes
+/// (`malformed`).
 pub fn decode(id: RecordId, signed: &SignedRecord) -> Result<Checked, Rejection> {
-    if signed.payload_type != RECORD_PAYLOAD_TYPE {
-        return Err(Rejection::new(
+    let shown = || signed.payload_type.chars().take(96).collect::<String>();
+    accord_proto::declaration::check_payload_type(&signed.payload_type).map_err(|e| {
+        Rejection::new(
             codes::MALFORMED,
-            format!(
-                "payload type {:?} is not {RECORD_PAYLOAD_TYPE:?}",
-                signed.payload_type.chars().take(64).collect::<String>()
-            ),
-        ));
-    }
-    Checked::decode(id, signed.clone())
+            format!("payload type {:?}: {}", shown(), e.chars().take(160).collect::<String>()),
+        )
+    })?;
+    let checked = Checked::decode(id, signed.clone())?;
+    accord_proto::declaration::check_matches(&signed.payload_type, &checked.record)
+        .map_err(|e| Rejection::new(codes::MALFORMED, format!("payload type {:?} {e}", shown())))?;
+    Ok(checked)
 }
 
 /// Check 4 for a decoded record of `peer`: the author acts for the peer
@@ -83,7 +86,7 @@ pub fn authorise(
     peer.check_binding(&c.input.author.to_string(), &c.signed.signatures)?;
     if !signature_verified {
         peer.verify(
-            RECORD_PAYLOAD_TYPE,
+            &c.signed.payload_type,
             &c.signed.payload,
             &c.signed.signatures,
             now,

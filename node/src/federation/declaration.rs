@@ -17,7 +17,7 @@ use accord_kernel as k;
 use accord_proto::note::Signer;
 use accord_proto::pb::federation::v1::{Receipt, ReceiptKind};
 use accord_proto::pb::record::v1::{self as pb, Record, record::Operation};
-use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE, RecordId};
+use accord_proto::signing::{self, RecordId};
 
 /// One admission declaration, before signing.
 #[derive(Debug, Clone)]
@@ -63,7 +63,7 @@ impl Declaration<'_> {
             ..Default::default()
         };
         let signed = signing::sign_record(signer, &record);
-        let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
+        let id = signing::record_id(&signed.payload_type, &signed.payload);
         let input = crate::convert::record_from_pb(id, &record)?;
         Ok(Append {
             id,

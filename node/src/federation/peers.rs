@@ -288,17 +288,17 @@ impl Peer {
 
     /// For each record: true when it has signatures by the peer's keys valid at `now` and all of
     /// them verify — checked for all records as one Ed25519 batch. False means "not established":
-    /// the caller checks that record alone with [`Peer::verify`] for its reason code.
+    /// the caller checks that record alone with [`Peer::verify`] for its reason code. Each
+    /// record's signatures cover its own payload type (a typed Declaration's or the generic one).
     pub fn verify_batch(
         &self,
-        payload_type: &str,
         records: &[&accord_proto::pb::record::v1::SignedRecord],
         now: i64,
     ) -> Vec<bool> {
         let mut ok = vec![false; records.len()];
         let mut items: Vec<(&Verifier, Vec<u8>, &[u8])> = Vec::new();
         for (i, r) in records.iter().enumerate() {
-            let pae = signing::pae(payload_type, &r.payload);
+            let pae = signing::pae(&r.payload_type, &r.payload);
             for sig in &r.signatures {
                 let valid = self.keys.iter().find(|(k, until)| {
                     k.name() == sig.key_name

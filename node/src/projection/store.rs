@@ -80,8 +80,9 @@ pub const WATERMARK: &str = "projection.watermark";
 pub const LAYOUT: &str = "projection.layout";
 /// The current layout version (4: `Commitment.home`, issue 26, and the pending records of
 /// commitments homed elsewhere; 5: `content_changes` in `Commitment` and `AnswerMark`, issue
-/// 29; 6: the time index `pj_timed`, issue 27, which a replay fills).
-pub const LAYOUT_VERSION: &[u8] = b"6";
+/// 29; 6: the time index `pj_timed`, issue 27, which a replay fills; 7: `Stored::claims_due`,
+/// issue 29).
+pub const LAYOUT_VERSION: &[u8] = b"7";
 
 /// What `pj_commitments` holds for one commitment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,6 +95,26 @@ pub struct Stored {
     /// Its key in the deadline index (`pj_due`), if the Work service party has work on it.
     #[serde(default)]
     pub due_ms: Option<i64>,
+    /// The claims runs of this organisation owe the commitment (`RunEffect::ExecutionClaim`),
+    /// each written by the node's clock as an `observation` of the run's executor resting on
+    /// the run record, and dropped once that observation is in the ledger (issue 29).
+    #[serde(default)]
+    pub claims_due: Vec<OwedClaim>,
+}
+
+/// An execution claim a run owes its commitment (kept until written).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwedClaim {
+    /// The run record it rests on.
+    pub record: RecordId,
+    /// The run's executor: the observation's author.
+    pub executor: k::Party,
+    /// The execution claimed; `None` for a heartbeat.
+    pub execution: Option<k::ExecutionReport>,
+    /// The run's heartbeat interval.
+    pub heartbeat_interval_ms: i64,
+    /// The run ended.
+    pub left_cleanly: bool,
 }
 
 /// One attention entry as stored (the recipient and sequence are in the key).

@@ -6,7 +6,7 @@ use crate::clock::Clock;
 use crate::ledger::{Append, Ledger};
 use accord_proto::note::Signer;
 use accord_proto::pb::record::v1 as rec;
-use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
+use accord_proto::signing;
 use std::sync::RwLock;
 
 /// A request of `commitment` by acme/alice to acme/bob (shared with the listing tests).
@@ -36,7 +36,7 @@ pub(crate) fn request(commitment: &str) -> rec::Record {
 /// `r` signed by `key`, as the writer takes it.
 pub(crate) fn append_of(key: &Signer, r: &rec::Record) -> Append<k::Record> {
     let signed = signing::sign_record(key, r);
-    let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
+    let id = signing::record_id(&signed.payload_type, &signed.payload);
     let input = crate::convert::record_from_pb(id, r).unwrap();
     Append {
         id,

@@ -139,11 +139,64 @@ impl Working {
             .as_ref()
             .and_then(|o| o.promise_due)
             .filter(|due| Some(*due) == claim);
+        let claims_due = old.as_ref().map(|o| o.claims_due.clone()).unwrap_or_default();
         self.set(Stored {
             commitment: c,
             promise_due,
             due_ms: None,
+            claims_due,
         });
+    }
+
+    /// Keeps the claims a run of this organisation owes its commitment (issue 29: derived from
+    /// the run records whichever service recorded them, persisted with them, so a restart
+    /// still writes them); a peer's run's claims are its own node's to write.
+    fn owe_claims(&mut self, effects: &[k::run::RunEffect]) {
+        for e in effects {
+            let k::run::RunEffect::ExecutionClaim {
+                commitment,
+                executor,
+                record,
+                execution,
+                heartbeat_interval_ms,
+                left_cleanly,
+                ..
+            } = e
+            else {
+                continue;
+            };
+            if executor.organisation != self.local {
+                continue;
+            }
+            if let Some(s) = self.load(commitment) {
+                let mut s = (*s).clone();
+                s.claims_due.push(store::OwedClaim {
+                    record: *record,
+                    executor: executor.clone(),
+                    execution: *execution,
+                    heartbeat_interval_ms: *heartbeat_interval_ms,
+                    left_cleanly: *left_cleanly,
+                });
+                self.set(s);
+            }
+        }
+    }
+
+    /// An observation resting on an owed claim's run record, by its executor, is in the ledger
+    /// (applied, refused or waiting for the home's order): the claim is no longer owed.
+    fn claim_written(&mut self, record: &k::Record) {
+        let Some(s) = self.load(&record.commitment) else {
+            return;
+        };
+        let owed = |c: &store::OwedClaim| {
+            !(c.executor == record.author && record.basis.contains(&c.record))
+        };
+        if s.claims_due.iter().all(owed) {
+            return;
+        }
+        let mut s = (*s).clone();
+        s.claims_due.retain(owed);
+        self.set(s);
     }
 
     fn set_promise(&mut self, id: &str, promise: Option<RecordId>) {
@@ -246,6 +299,9 @@ impl Working {
         // who may write them on the commitment the run executes.
         if let k::Operation::Run(op) = &record.op {
             return self.apply_run(record, &op.run, access, now);
+        }
+        if let k::Operation::Observation(_) = &record.op {
+            self.claim_written(record);
         }
         if let k::Operation::Envelope(_) | k::Operation::Tick(_) = record.op {
             return self.apply_envelope(seq, record, access, now);
@@ -476,10 +532,11 @@ impl Working {
         };
         let executed = self.runs.get(run, &load).and_then(|r| r.commitment.clone());
         let dir = self.dir_for_run(record, executed);
-        let outcome = self.runs.apply(&load, &dir, record, access, now);
+        let (outcome, effects) = self.runs.apply(&load, &dir, record, access, now);
         if let Some(e) = failed.into_inner() {
             self.failed.get_or_insert(e);
         }
+        self.owe_claims(&effects);
         outcome
     }
 
@@ -546,8 +603,15 @@ impl Working {
         for (id, mut s) in std::mem::take(&mut self.overlay) {
             // Only the home's clock acts on a commitment (issue 26, item 1): one homed elsewhere
             // is kept out of the deadline index.
+            // Claims a run of this organisation owes are written here, wherever the home is.
             let due = if s.commitment.home_org(&self.local) == self.local {
-                next_due(&s.commitment, s.promise_due.is_some(), self.now)
+                next_due(
+                    &s.commitment,
+                    s.promise_due.is_some() || !s.claims_due.is_empty(),
+                    self.now,
+                )
+            } else if !s.claims_due.is_empty() {
+                Some(self.now)
             } else {
                 None
             };

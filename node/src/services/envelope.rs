@@ -16,7 +16,7 @@ use accord_proto::pb::envelope::v1::envelope_service_server::{
     EnvelopeService, EnvelopeServiceServer,
 };
 use accord_proto::pb::record::v1 as rpb;
-use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
+use accord_proto::signing;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
@@ -169,7 +169,7 @@ impl EnvelopeApi {
             })),
         };
         let signed = signing::sign_record(&self.node.signer, &record);
-        let rid = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
+        let rid = signing::record_id(&signed.payload_type, &signed.payload);
         let resp = super::submit::append(&self.node, signed, record, rid).await?;
         let outcome = resp.outcome.unwrap_or_default();
         if !outcome.applied {

@@ -15,7 +15,7 @@ use accord_proto::pb::federation::v1::federation_service_server::{
     FederationService, FederationServiceServer,
 };
 use accord_proto::pb::record::v1::Record;
-use accord_proto::signing::{ENVELOPE_PAYLOAD_TYPE, RECORD_PAYLOAD_TYPE};
+use accord_proto::signing::ENVELOPE_PAYLOAD_TYPE;
 use prost::Message;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -116,7 +116,7 @@ pub(crate) fn check_envelope_idents(env: &pb::Signed) -> Result<(), Error> {
         return Ok(());
     };
     for (i, r) in e.records.iter().enumerate() {
-        if r.payload_type != RECORD_PAYLOAD_TYPE {
+        if accord_proto::declaration::check_payload_type(&r.payload_type).is_err() {
             continue;
         }
         let Ok(rec) = Record::decode(r.payload.as_ref()) else {

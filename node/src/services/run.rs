@@ -3,10 +3,12 @@
 //! its receipt with inclusion proofs ([`super::run_receipt`]), and its prior work.
 //!
 //! After a run record of this node is applied, the node writes what the kernel asks for
-//! ([`kr::RunEffect`]): the executor's `observation` (execution axis) when the run's state maps
-//! to another execution claim, and `acted_upon` for an action that acts on a record of the
-//! executed commitment — each authored by the same party, resting on the run record in `basis`.
-//! The kernel asks for them only while that party is the commitment's obligor.
+//! ([`kr::RunEffect`]): `acted_upon` for an action that acts on a record of the executed
+//! commitment, authored by the same party, resting on the run record in `basis`. The run's
+//! execution claims and heartbeats (`observation`s of its executor) are not written here: the
+//! projection keeps them as owed (`Stored::claims_due`) whichever service recorded the run
+//! record, and the node's clock writes them ([`crate::service_party`]), so they survive a
+//! restart. The kernel asks for both only while the run's executor is the commitment's obligor.
 //!
 //! Who may write is the kernel's ([`kr::who`]), checked here before anything is signed, on the
 //! published state: a write the caller may not make is NOT_FOUND exactly as one on an unknown
@@ -29,7 +31,7 @@ use accord_proto::pb::record::v1::record::Operation as Op;
 use accord_proto::pb::run::v1 as pb;
 use accord_proto::pb::run::v1::run_service_server::{RunService, RunServiceServer};
 use accord_proto::pb::work::v1::SubmitResponse;
-use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
+use accord_proto::signing;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
@@ -115,19 +117,9 @@ impl RunApi {
                 .take(&id);
             for e in effects {
                 let (commitment, basis, op) = match e {
-                    kr::RunEffect::ExecutionClaim {
-                        commitment,
-                        record,
-                        execution,
-                        ..
-                    } => (
-                        commitment,
-                        record,
-                        Op::Observation(rpb::Observation {
-                            execution: execution.to_wire(),
-                            ..Default::default()
-                        }),
-                    ),
+                    // Owed by the projection and written by the node's clock (issue 29), so
+                    // they do not depend on this service having written the run record.
+                    kr::RunEffect::ExecutionClaim { .. } => continue,
                     kr::RunEffect::ActedUpon {
                         commitment,
                         action,
@@ -176,7 +168,7 @@ impl RunApi {
             operation: Some(op),
         };
         let signed = signing::sign_record(&self.node.signer, &record);
-        let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
+        let id = signing::record_id(&signed.payload_type, &signed.payload);
         tracing::Span::current().record("record_id", hex::encode(id));
         super::submit::append(&self.node, signed, record, id).await
     }

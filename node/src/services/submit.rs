@@ -21,7 +21,7 @@ use crate::node::Node;
 use accord_proto::note::Verifier;
 use accord_proto::pb::record::v1::{Record, SignedRecord};
 use accord_proto::pb::work::v1 as pb;
-use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE, RecordId};
+use accord_proto::signing::{self, RecordId};
 use prost::Message;
 
 /// A signed record whose signatures have been matched to keys but not yet verified.
@@ -40,12 +40,8 @@ impl<'n> Pending<'n> {
     /// Step 1: checks the envelope and matches each signature to one of this organisation's keys
     /// (party keys or the node key) by key name and key id. Signatures by other keys are ignored.
     pub fn new(node: &'n Node, signed: SignedRecord) -> Result<Pending<'n>, Error> {
-        if signed.payload_type != RECORD_PAYLOAD_TYPE {
-            return Err(Error::invalid(
-                "record.payload_type",
-                format!("must be {RECORD_PAYLOAD_TYPE:?}"),
-            ));
-        }
+        accord_proto::declaration::check_payload_type(&signed.payload_type)
+            .map_err(|e| Error::invalid("record.payload_type", e))?;
         if signed.payload.is_empty() {
             return Err(Error::invalid("record.payload", "empty"));
         }
@@ -75,7 +71,7 @@ impl<'n> Pending<'n> {
                 "record.signatures: no signature by a key of this organisation".into(),
             ));
         }
-        let message = signing::pae(RECORD_PAYLOAD_TYPE, &signed.payload);
+        let message = signing::pae(&signed.payload_type, &signed.payload);
         // signing::record_id, without building the PAE a second time.
         let id = <sha2::Sha256 as sha2::Digest>::digest(&message).into();
         Ok(Pending {
@@ -95,6 +91,7 @@ impl<'n> Pending<'n> {
                 .iter()
                 .map(|(_, k, i)| ((*k).clone(), *i))
                 .collect(),
+            payload_type: self.signed.payload_type.clone(),
             message: std::mem::take(&mut self.message),
             payload: self.signed.payload.clone(),
             signatures: self.signed.signatures.clone(),
@@ -109,6 +106,8 @@ impl<'n> Pending<'n> {
                 format!("not an accord.record.v1.Record: {e}"),
             )
         })?;
+        accord_proto::declaration::check_matches(&self.signed.payload_type, &record)
+            .map_err(|e| Error::invalid("record.payload_type", e))?;
         let author = record
             .author
             .as_ref()

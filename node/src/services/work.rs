@@ -145,7 +145,7 @@ impl WorkService for WorkApi {
             record.declared_at_unix_ms = self.node.clock.now_ms();
         }
         let signed = signing::sign_record(&self.node.signer, &record);
-        let id = signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload);
+        let id = signing::record_id(&signed.payload_type, &signed.payload);
         tracing::Span::current().record("record_id", hex::encode(id));
         Ok(Response::new(
             super::submit::append(&self.node, signed, record, id)

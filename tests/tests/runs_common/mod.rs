@@ -1,11 +1,14 @@
-//! Helpers shared by the run tests over real nodes (`runs.rs`, `runs_access.rs`): a RunService
-//! client per party, the run states by name, and the calls the tests make most.
+//! Helpers shared by the run tests over real nodes (`runs.rs`, `runs_access.rs`,
+//! `runs_liveness.rs`): a RunService client per party, the run states by name, and the calls the
+//! tests make most.
 #![allow(dead_code)]
 
 use accord_proto::pb::record::v1 as rec;
 use accord_proto::pb::run::v1::{self as pb, run_service_client::RunServiceClient};
-use accord_proto::pb::work::v1::SubmitResponse;
+use accord_proto::pb::work::v1::{self as work, SubmitResponse};
+use accord_proto::signing;
 use accord_tests::{Authed, Bearer, TestNode};
+use crate::federation_common::{declare, party, record, request, signer};
 
 pub type Client = RunServiceClient<Authed>;
 
@@ -54,6 +57,7 @@ pub fn start_req(run: &str, commitment: &str, parent: &str) -> pb::CreateRunRequ
             parent: parent.into(),
             persistence: "durable".into(),
             replay_confirmed: false,
+            heartbeat_interval_ms: 0,
         }),
     }
 }
@@ -123,4 +127,51 @@ pub async fn node() -> TestNode {
         .start()
         .await
         .unwrap()
+}
+
+/// `who` (of acme) signs `op` on `commitment` and submits it through WorkService.Submit; the
+/// answer (its record id and the kernel's outcome).
+pub async fn submit_as(
+    n: &TestNode,
+    who: &str,
+    commitment: &str,
+    op: rec::record::Operation,
+) -> work::SubmitResponse {
+    let r: rec::Record = record("acme", who, commitment, &[], op);
+    let signed = signing::sign_record(&signer(n, who), &r);
+    crate::federation_common::work(n)
+        .await
+        .submit(work::SubmitRequest {
+            record: Some(signed),
+        })
+        .await
+        .expect("submit")
+        .into_inner()
+}
+
+/// carol asks alice for `c` and alice promises: alice is its obligor.
+pub async fn alice_promised(n: &TestNode, c: &str) {
+    declare(
+        n,
+        "carol",
+        request("acme", "carol", c, party("acme", "alice")),
+    )
+    .await;
+    declare(
+        n,
+        "alice",
+        record("acme", "alice", c, &[], rec::record::Operation::Promise(rec::Promise {})),
+    )
+    .await;
+}
+
+pub async fn commitment(n: &TestNode, id: &str) -> work::GetCommitmentResponse {
+    crate::federation_common::work(n)
+        .await
+        .get_commitment(work::GetCommitmentRequest {
+            commitment_id: id.into(),
+        })
+        .await
+        .expect("operator reads it")
+        .into_inner()
 }

@@ -9,7 +9,7 @@ use crate::{ORG, ORG_ORIGIN, RECEIVER, org_node_signer, party_signer};
 use accord_node::fuzzing::{Peer, PeerKey, PeerRecord};
 use accord_proto::pb::federation::v1::{Envelope, Signed};
 use accord_proto::pb::record::v1::{Record, SignedRecord};
-use accord_proto::signing::{ENVELOPE_PAYLOAD_TYPE, RECORD_PAYLOAD_TYPE, record_id};
+use accord_proto::signing::{ENVELOPE_PAYLOAD_TYPE, record_id};
 use prost::Message;
 use std::sync::OnceLock;
 
@@ -41,20 +41,20 @@ fn peer() -> &'static Peer {
 }
 
 fn check_record(peer: &Peer, r: &SignedRecord, batch_ok: bool) {
-    let verified = peer.verify(RECORD_PAYLOAD_TYPE, &r.payload, &r.signatures, NOW);
+    let verified = peer.verify(&r.payload_type, &r.payload, &r.signatures, NOW);
     if batch_ok {
         assert!(
             verified.is_ok(),
             "verify_batch accepted what verify refuses"
         );
     }
-    if r.payload_type != RECORD_PAYLOAD_TYPE {
+    if accord_proto::declaration::check_payload_type(&r.payload_type).is_err() {
         return;
     }
     let Ok(record) = Record::decode(r.payload.as_ref()) else {
         return;
     };
-    let id = record_id(RECORD_PAYLOAD_TYPE, &r.payload);
+    let id = record_id(&r.payload_type, &r.payload);
     let Ok(input) = accord_node::fuzzing::record_from_pb(id, &record) else {
         return;
     };
@@ -103,7 +103,7 @@ pub fn run(data: &[u8]) {
             .unwrap_or_default(),
     };
     let refs: Vec<&SignedRecord> = records.iter().collect();
-    let batch = peer.verify_batch(RECORD_PAYLOAD_TYPE, &refs, NOW);
+    let batch = peer.verify_batch(&refs, NOW);
     for (r, ok) in records.iter().zip(batch) {
         check_record(peer, r, ok);
     }

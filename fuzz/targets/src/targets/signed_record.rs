@@ -3,7 +3,7 @@
 
 use crate::{party_signer, sample_record};
 use accord_proto::pb::record::v1::{Record, SignedRecord};
-use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
+use accord_proto::signing;
 use prost::Message;
 
 /// One execution: panics when a property fails.
@@ -22,7 +22,7 @@ pub fn run(data: &[u8]) {
     }
     let _ = signing::record_id(&signed.payload_type, &signed.payload);
     let decoded = Record::decode(signed.payload.as_ref());
-    if verified && signed.payload_type == RECORD_PAYLOAD_TYPE {
+    if verified && accord_proto::declaration::check_payload_type(&signed.payload_type).is_ok() {
         // Only our own seed's payload carries a valid signature by this key: no forgery.
         let ok = decoded.expect("the signed seed payload decodes");
         assert_eq!(ok.author, sample_record(&ok.commitment_id).author);

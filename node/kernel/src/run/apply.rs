@@ -35,7 +35,7 @@ use super::table;
 use super::who::{executes, may_continue, may_execute, may_write};
 use crate::access::Access;
 use crate::directory::Directory;
-use crate::record::{ExecutionReport, Operation, Record, RecordId, hex_id};
+use crate::record::{ExecutionReport, Operation, Party, Record, RecordId, hex_id};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
 
 /// The most records one run holds, its `run_start` included (issue 27: a run's derived state,
@@ -66,19 +66,27 @@ impl RunDirectory for BTreeMap<String, Run> {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunEffect {
-    /// The run executes `commitment` and its state now maps to another execution-axis value
-    /// (seed 000, "Other state axes": execution comes from executor claims): the node writes an
-    /// `observation` with this `execution`, authored by the run's executor, with `record` in
-    /// basis.
+    /// The run executes `commitment` and started, or its state now maps to another
+    /// execution-axis value, or its executor wrote a record after half its heartbeat interval
+    /// (seed 000, "Other state axes": "Execution, control and liveness come from executor or
+    /// external Claims"): the node writes an `observation` authored by the run's executor,
+    /// with `record` in basis, claiming `execution` (`None`: a heartbeat only), declaring
+    /// `heartbeat_interval_ms`, and `left_cleanly` once the run reached a terminal state.
     ExecutionClaim {
         /// The commitment executed.
         commitment: String,
         /// The run.
         run: String,
-        /// The transition record the claim rests on.
+        /// The run's executor: the observation's author.
+        executor: Party,
+        /// The run record the claim rests on.
         record: RecordId,
-        /// The claim.
-        execution: ExecutionReport,
+        /// The claim; `None` for a heartbeat.
+        execution: Option<ExecutionReport>,
+        /// The run's heartbeat interval.
+        heartbeat_interval_ms: i64,
+        /// The run ended (a terminal state): its executor left cleanly.
+        left_cleanly: bool,
     },
     /// An action acts upon a record of the executed commitment: the node writes `acted_upon`
     /// for it (seed 000: an executor's act claim advances the record to acted upon).
@@ -95,6 +103,11 @@ pub enum RunEffect {
         act: String,
     },
 }
+
+/// The heartbeat interval of a run whose `run_start` declares none: a run executing a commitment
+/// that writes no record for this long shows its commitment's liveness `stale` (seed 000:
+/// "unknown — Liveness stale or unknown"). A protocol constant, so every node derives the same.
+pub const DEFAULT_HEARTBEAT_INTERVAL_MS: i64 = 60 * 60 * 1000;
 
 /// The result of [`apply_run`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -177,11 +190,23 @@ pub fn apply_run(
             audit_events: Vec::new(),
             history: vec![record.id],
             updated_at: now,
+            last_claim_at: now,
         };
-        return Ok(RunApplied {
-            next: run,
-            effects: Vec::new(),
-        });
+        // The run claims its commitment's execution from its start (`not_started` until it
+        // moves), so liveness follows it from then on.
+        let effects = match &run.commitment {
+            Some(c) => vec![RunEffect::ExecutionClaim {
+                commitment: c.clone(),
+                run: id.clone(),
+                executor: record.author.clone(),
+                record: record.id,
+                execution: Some(execution_report(RunState::Pending)),
+                heartbeat_interval_ms: heartbeat_interval(&run),
+                left_cleanly: false,
+            }],
+            None => Vec::new(),
+        };
+        return Ok(RunApplied { next: run, effects });
     }
     let executed = |run: &Run| {
         run.commitment
@@ -219,12 +244,15 @@ pub fn apply_run(
             transition(run, record, *to, context, now, &mut next)?;
             if let Some(c) = run.commitment.as_ref().filter(|_| claims) {
                 let (before, after) = (execution_report(run.state), execution_report(*to));
-                if before != after {
+                if before != after || to.is_terminal() {
                     effects.push(RunEffect::ExecutionClaim {
                         commitment: c.clone(),
                         run: id.clone(),
+                        executor: run.executor().clone(),
                         record: record.id,
-                        execution: after,
+                        execution: Some(after),
+                        heartbeat_interval_ms: heartbeat_interval(run),
+                        left_cleanly: to.is_terminal(),
                     });
                 }
             }
@@ -303,7 +331,39 @@ pub fn apply_run(
     }
     next.history.push(record.id);
     next.updated_at = now;
+    let claimed = effects
+        .iter()
+        .any(|e| matches!(e, RunEffect::ExecutionClaim { .. }));
+    if claimed {
+        next.last_claim_at = now;
+    } else if let Some(c) = run.commitment.as_ref().filter(|_| claims)
+        && record.author == *run.executor()
+        && !run.state.is_terminal()
+        && now - run.last_claim_at >= heartbeat_interval(run) / 2
+    {
+        // A heartbeat: any record the executor writes is a sign of life, one claim per half
+        // interval at most, so a busy run does not double its records.
+        effects.push(RunEffect::ExecutionClaim {
+            commitment: c.clone(),
+            run: id.clone(),
+            executor: run.executor().clone(),
+            record: record.id,
+            execution: None,
+            heartbeat_interval_ms: heartbeat_interval(run),
+            left_cleanly: false,
+        });
+        next.last_claim_at = now;
+    }
     Ok(RunApplied { next, effects })
+}
+
+/// The run's heartbeat interval: declared in its `run_start`, or the default.
+fn heartbeat_interval(run: &Run) -> i64 {
+    run.start
+        .body
+        .heartbeat_interval_ms
+        .filter(|i| *i > 0)
+        .unwrap_or(DEFAULT_HEARTBEAT_INTERVAL_MS)
 }
 
 fn entry<T>(record: &Record, now: i64, body: T) -> Entry<T> {

@@ -15,8 +15,10 @@
 //!   `commitment` is the commitment the run executes (empty for none), the same on every record
 //!   of the run.
 //! * [`apply_run`]`(runs, commitments, record, access, now)` → `Ok(`[`RunApplied`]`)`: store
-//!   `next`, act on the [`RunEffect`]s (an execution claim or an `acted_upon` for the executed
-//!   commitment, asked for only while the run's executor is its obligor); `Err(Rejection)`:
+//!   `next`, act on the [`RunEffect`]s (an execution claim, a heartbeat or an `acted_upon` for
+//!   the executed commitment, asked for only while the run's executor is its obligor; the node
+//!   keeps the claims as owed records until written, so they do not depend on which service
+//!   recorded the run record, nor on the process surviving); `Err(Rejection)`:
 //!   record the record with its rejection, the run is unchanged. `commitments` holds the
 //!   commitment the run executes (who may do what is decided on it: [`who`]).
 //! * [`may_execute`], [`may_write`]: the same rules for a door that refuses before writing.
@@ -44,7 +46,9 @@ mod state;
 pub mod table;
 pub mod who;
 
-pub use apply::{MAX_RUN_RECORDS, RunApplied, RunDirectory, RunEffect, apply_run};
+pub use apply::{
+    DEFAULT_HEARTBEAT_INTERVAL_MS, MAX_RUN_RECORDS, RunApplied, RunDirectory, RunEffect, apply_run,
+};
 pub use claim::{execution, execution_report};
 pub use receipt::{GatedAction, Receipt, child_count, receipt};
 pub use record::{

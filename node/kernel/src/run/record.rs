@@ -82,6 +82,11 @@ pub struct RunStart {
     /// The operator confirmed replaying the parent's non-idempotent actions (seed 002,
     /// "Failure recovery"); needed when the parent has any.
     pub replay_confirmed: bool,
+    /// How often the executor promises a sign of life while it executes a commitment (seed 000:
+    /// liveness "stale" is a missed heartbeat); `None` = [`super::DEFAULT_HEARTBEAT_INTERVAL_MS`].
+    /// Every record the executor writes on the run is a heartbeat ([`super::RunEffect`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_interval_ms: Option<i64>,
 }
 
 /// The context a transition carries (seed 002: "The transition log should preserve prior

@@ -65,6 +65,10 @@ pub struct Run {
     pub history: Vec<RecordId>,
     /// Ledger time of the last record applied.
     pub updated_at: i64,
+    /// Ledger time of the run's last claim on its commitment (an execution claim or a
+    /// heartbeat, [`super::RunEffect`]); heartbeats are coalesced to one per half interval.
+    #[serde(default)]
+    pub last_claim_at: i64,
 }
 
 impl Run {

@@ -42,7 +42,7 @@ use super::error::FedError;
 use crate::federation::FedContext;
 use accord_proto::pb::federation::v1::{DeliverResponse, Signed};
 use accord_proto::pb::record::v1::SignedRecord;
-use accord_proto::signing::{self, ENVELOPE_PAYLOAD_TYPE, RECORD_PAYLOAD_TYPE, RecordId};
+use accord_proto::signing::{self, ENVELOPE_PAYLOAD_TYPE, RecordId};
 use prost::Message;
 use rustls::pki_types::CertificateDer;
 use std::sync::Arc;
@@ -102,7 +102,7 @@ pub async fn deliver(
         authenticate::envelope(cx, &env_signed, chain.as_deref().map(|c| c.as_slice()), now)?;
     // Record signatures, all at once (one Ed25519 batch), outside the peer's lock.
     let all: Vec<&SignedRecord> = env.records.iter().collect();
-    let sig_ok = peer.verify_batch(RECORD_PAYLOAD_TYPE, &all, now);
+    let sig_ok = peer.verify_batch(&all, now);
     let fed = &cx.federation;
     let lock = fed.peer_lock(peer.name());
     let order = fed.peer_order(peer.name());

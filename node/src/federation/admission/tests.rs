@@ -151,7 +151,7 @@ async fn a_retry_after_a_crash_before_the_decisions_are_kept_declares_nothing_tw
     let now = node.clock.now_ms();
     let log = logproof::verify(node, &peer, &env, now).await.unwrap();
     let all: Vec<_> = env.records.iter().collect();
-    let sig_ok = peer.verify_batch(RECORD_PAYLOAD_TYPE, &all, now);
+    let sig_ok = peer.verify_batch(&all, now);
     let work = triage::records(node, &peer, &env, &log.proven, &sig_ok, now).unwrap();
     let ledger = node.ledger.hold(false).await;
     let decided = commit::kernel(&ledger, &peer, work).await.unwrap();
@@ -169,7 +169,7 @@ async fn a_retry_after_a_crash_before_the_decisions_are_kept_declares_nothing_tw
     // The peer retries later; the receiver decides again from scratch.
     r.clock.advance(90_000);
     let now = node.clock.now_ms();
-    let sig_ok = peer.verify_batch(RECORD_PAYLOAD_TYPE, &all, now);
+    let sig_ok = peer.verify_batch(&all, now);
     let resp = admit(node, &peer, &env_signed, &env, &sig_ok, env_id, now)
         .await
         .unwrap();

@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::metrics::{AppendStage, Metrics};
 use accord_proto::note::Verifier;
 use accord_proto::pb::record::v1::Signature;
-use accord_proto::signing::{self, RECORD_PAYLOAD_TYPE};
+use accord_proto::signing;
 use prost::bytes::Bytes;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -22,6 +22,8 @@ use tokio::sync::oneshot;
 pub struct Check {
     /// Per matched signature: its key and its index in `signatures`.
     pub(super) keys: Vec<(Verifier, usize)>,
+    /// The record's payload type (a typed Declaration's or the generic one).
+    pub(super) payload_type: String,
     /// PAE(payload_type, payload): the signed message.
     pub(super) message: Vec<u8>,
     /// The payload as received (for the one-by-one path, which names the failing signature).
@@ -34,7 +36,7 @@ impl Check {
     /// Every matched signature, one by one; the error names the first that fails.
     pub fn verify_one(&self) -> Result<(), Error> {
         for (k, i) in &self.keys {
-            signing::verify(k, RECORD_PAYLOAD_TYPE, &self.payload, &self.signatures[*i])
+            signing::verify(k, &self.payload_type, &self.payload, &self.signatures[*i])
                 .map_err(|e| Error::BadSignature(format!("record.signatures[{i}]: {e}")))?;
         }
         Ok(())
@@ -232,6 +234,7 @@ fn verify_jobs(jobs: Vec<Job>, metrics: Option<&Metrics>) {
 mod tests {
     use super::*;
     use accord_proto::note::Signer;
+    use accord_proto::signing::RECORD_PAYLOAD_TYPE;
     use ed25519_dalek::SigningKey;
 
     fn check(signer: &Signer, payload: &[u8], tamper: bool) -> Check {
@@ -243,6 +246,7 @@ mod tests {
         }
         Check {
             keys: vec![(signer.verifier(), 0)],
+            payload_type: RECORD_PAYLOAD_TYPE.into(),
             message: signing::pae(RECORD_PAYLOAD_TYPE, payload),
             payload: Bytes::copy_from_slice(payload),
             signatures: vec![sig],
