@@ -42,7 +42,12 @@ fn situations(meaning: &str) -> Vec<World> {
         }
         "Offered or directly requested from a specific party" => {
             let mut offered = world_with(pooled_request()).0;
-            offered.ok(&Cast::q(), Operation::Offer { to: Some(Cast::z()) });
+            offered.ok(
+                &Cast::q(),
+                Operation::Offer {
+                    to: Some(Cast::z()),
+                },
+            );
             vec![offered, world_with(basic_request()).0]
         }
         "The obligor is known; the lease is valid if one is defined" => {
@@ -174,14 +179,21 @@ fn check_assignment(cell: &str, before: &World, w: &mut World, id: RecordId, ctx
     match cell {
         "held" | "pooled" | "offered" => assert_eq!(axis(w), cell, "{ctx}"),
         "Moves to another queue or candidate set; the forward count rises" => {
-            assert_eq!(w.c().queue.as_ref().map(|q| q.queue.clone()), Some(new_queue()));
+            assert_eq!(
+                w.c().queue.as_ref().map(|q| q.queue.clone()),
+                Some(new_queue())
+            );
             assert_eq!(w.c().forward_count, before.c().forward_count + 1, "{ctx}");
         }
         "A candidate is proposed" => assert!(w.c().nominees.contains(&Cast::z()), "{ctx}"),
         "An offer opens to a new party" => {
             if before.c().obligor.is_some() {
                 // Held: the offer is the delegate offer the new party accepts (below).
-                assert_eq!(w.c().obligor, before.c().obligor, "{ctx}: nothing moved yet");
+                assert_eq!(
+                    w.c().obligor,
+                    before.c().obligor,
+                    "{ctx}: nothing moved yet"
+                );
                 assert_eq!(w.c().delegate_offer.as_ref().map(|o| o.record), Some(id));
             } else {
                 assert_eq!(axis(w), "offered", "{ctx}");
@@ -205,7 +217,10 @@ fn check_commitment(cell: &str, before: &World, w: &mut World, id: RecordId, ctx
     let state = |w: &World| w.state().map(|s| s.wire_name());
     match cell {
         "requested to promised; a promise record is produced" => {
-            assert_eq!((state(before), state(w)), (Some("requested"), Some("promised")));
+            assert_eq!(
+                (state(before), state(w)),
+                (Some("requested"), Some("promised"))
+            );
             // The kernel produces the promise through the Work service party: the claim's
             // PromiseProduced effect, then a promise record S writes resting on the claim.
             let produced = w.effects.iter().any(|e| {
@@ -218,7 +233,10 @@ fn check_commitment(cell: &str, before: &World, w: &mut World, id: RecordId, ctx
             assert_eq!(state(w), Some("promised"), "{ctx}");
         }
         "promised to requested; not a release" => {
-            assert_eq!((state(before), state(w)), (Some("promised"), Some("requested")));
+            assert_eq!(
+                (state(before), state(w)),
+                (Some("promised"), Some("requested"))
+            );
             assert_eq!(w.c().obligor, None, "{ctx}");
             // Not a release: the commitment is open and a candidate may claim it again.
             w.ok(&Cast::c(), Operation::Claim);
@@ -257,7 +275,12 @@ fn not_named_code(op: &str, name: &str) -> RejectionCode {
 fn every_row_is_read() {
     assert_eq!(
         seed::header(seed::ASSIGNMENT_000, "operations"),
-        ["Operation", "Who", "Effect on assignment", "Effect on the commitment"]
+        [
+            "Operation",
+            "Who",
+            "Effect on assignment",
+            "Effect on the commitment"
+        ]
     );
     let rows = seed::rows(seed::ASSIGNMENT_000, "operations");
     let ops: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();

@@ -116,7 +116,12 @@ fn opened(row: &Row, from: &str) -> (World, RecordId) {
         &[],
         &[],
     );
-    assert_eq!(state_of(&w), from, "{}: opening changes no state", row.request);
+    assert_eq!(
+        state_of(&w),
+        from,
+        "{}: opening changes no state",
+        row.request
+    );
     (w, id)
 }
 
@@ -208,7 +213,12 @@ fn every_row_is_read() {
 #[test]
 fn only_asked_by_opens_a_revoke_request() {
     for row in revokes() {
-        for from in ASKED_FROM.iter().find(|(r, _)| *r == row.request).unwrap().1 {
+        for from in ASKED_FROM
+            .iter()
+            .find(|(r, _)| *r == row.request)
+            .unwrap()
+            .1
+        {
             let ctx = format!("{} from {from}", row.request);
             let mut w = reach_state(from);
             let by = named(&row.asked_by);
@@ -226,7 +236,12 @@ fn only_asked_by_opens_a_revoke_request() {
 #[test]
 fn only_asked_of_allows_and_allow_gives_on_allow() {
     for row in revokes() {
-        for from in ASKED_FROM.iter().find(|(r, _)| *r == row.request).unwrap().1 {
+        for from in ASKED_FROM
+            .iter()
+            .find(|(r, _)| *r == row.request)
+            .unwrap()
+            .1
+        {
             let ctx = format!("allow {} from {from}", row.request);
             let (mut w, id) = opened(&row, from);
             let of = named(&row.asked_of);
@@ -240,7 +255,12 @@ fn only_asked_of_allows_and_allow_gives_on_allow() {
 #[test]
 fn only_asked_of_refuses_and_refuse_gives_on_refuse() {
     for row in revokes() {
-        for from in ASKED_FROM.iter().find(|(r, _)| *r == row.request).unwrap().1 {
+        for from in ASKED_FROM
+            .iter()
+            .find(|(r, _)| *r == row.request)
+            .unwrap()
+            .1
+        {
             let ctx = format!("refuse {} from {from}", row.request);
             let (mut w, id) = opened(&row, from);
             let of = named(&row.asked_of);
@@ -268,7 +288,11 @@ fn allow_and_refuse_need_an_open_revoke_request_and_refuse_a_reason() {
         // Without an open revoke request, neither applies.
         let mut w = reach_state(from);
         for op in [allow(), refuse("no")] {
-            assert!(w.try_op(&of, op, &[], &[]).is_err(), "{} none open", r.request);
+            assert!(
+                w.try_op(&of, op, &[], &[]).is_err(),
+                "{} none open",
+                r.request
+            );
         }
         // Refuse without a reason is refused; the request stays open and is then allowed.
         let (mut w, id) = opened(&r, from);

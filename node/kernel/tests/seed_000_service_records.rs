@@ -78,10 +78,12 @@ fn expire_when_a_declared_validity_period_ends_with_no_action() {
     assert_eq!(on, "The validity statement");
     let until = T0 + 100_000;
     // The validity statement: the request's declared valid_until.
-    let fresh = || world_with(Request {
-        valid_until: Some(until),
-        ..basic_request()
-    });
+    let fresh = || {
+        world_with(Request {
+            valid_until: Some(until),
+            ..basic_request()
+        })
+    };
     // Before the period ends: nothing due, and a written expire is refused.
     let (mut w, validity) = fresh();
     w.now = until - 1;
@@ -152,7 +154,10 @@ fn implicit_accept_when_the_window_ends_with_no_explicit_answer() {
     };
     w.ok(&Cast::a(), reject);
     w.now = T0 + 20_000;
-    assert!(due_of(&w, "accept").is_empty(), "there was an explicit answer");
+    assert!(
+        due_of(&w, "accept").is_empty(),
+        "there was an explicit answer"
+    );
     // No answer: due at the end, rests on the terms, applies, marked implicit.
     let (mut w, terms, _) = plain();
     w.now = T0 + 10_000;
@@ -161,7 +166,13 @@ fn implicit_accept_when_the_window_ends_with_no_explicit_answer() {
     let e = refused(&mut w, &Cast::s(), implicit(), &[rid(999)]);
     assert_eq!(e, RejectionCode::MissingBasis);
     let d = due_of(&w, "accept");
-    assert!(matches!(d[..], [ServiceAction { op: Operation::Accept { implicit: true, .. }, .. }]));
+    assert!(matches!(
+        d[..],
+        [ServiceAction {
+            op: Operation::Accept { implicit: true, .. },
+            ..
+        }]
+    ));
     write_due(&mut w, "accept", terms);
     assert_eq!(w.state(), Some(State::Accepted));
     // Without implicit acceptance terms there is nothing to rest on: never due, refused.
@@ -274,7 +285,10 @@ fn resume_when_a_dated_deferral_reaches_its_return_date_or_its_event_occurs() {
     let d = w.ok(&Cast::o(), defer_op(Some(T0 + 5_000), ""));
     w.now = T0 + 4_999;
     assert!(due_of(&w, "resume").is_empty());
-    assert_eq!(refused(&mut w, &Cast::s(), resume_op(""), &[d]), RejectionCode::NotDue);
+    assert_eq!(
+        refused(&mut w, &Cast::s(), resume_op(""), &[d]),
+        RejectionCode::NotDue
+    );
     w.now = T0 + 5_000;
     let e = refused(&mut w, &Cast::s(), resume_op(""), &[]);
     assert_eq!(e, RejectionCode::MissingBasis);
@@ -287,7 +301,10 @@ fn resume_when_a_dated_deferral_reaches_its_return_date_or_its_event_occurs() {
     let d = w.ok(&Cast::o(), defer_op(None, "goods_in"));
     w.now = T0 + 1_000_000_000;
     assert!(due_of(&w, "resume").is_empty());
-    assert_eq!(refused(&mut w, &Cast::s(), resume_op(""), &[d]), RejectionCode::NotDue);
+    assert_eq!(
+        refused(&mut w, &Cast::s(), resume_op(""), &[d]),
+        RejectionCode::NotDue
+    );
     // Its return event occurs: the Work service party resumes naming it (a clock does not see
     // events, so due_work cannot list it); another event is refused.
     let e = refused(&mut w, &Cast::s(), resume_op("rain"), &[d]);
@@ -324,7 +341,10 @@ fn unclaim_when_an_ownership_lease_ends_and_the_queue_says_return_to_the_pool() 
     let (mut w, queue) = claimed(true);
     w.now = T0 + 999;
     assert!(due_of(&w, "unclaim").is_empty());
-    assert_eq!(refused(&mut w, &Cast::s(), unclaim_op(), &[queue]), RejectionCode::NotDue);
+    assert_eq!(
+        refused(&mut w, &Cast::s(), unclaim_op(), &[queue]),
+        RejectionCode::NotDue
+    );
     // The queue does not say to return to the pool: never due, refused.
     let (mut w, queue) = claimed(false);
     w.now = T0 + 1_000_000;
