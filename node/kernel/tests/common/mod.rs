@@ -390,3 +390,81 @@ pub fn service_record(a: ServiceAction, id: RecordId) -> Record {
         op: a.op,
     }
 }
+
+/// The cast by short name (the names the seed-table tests use to say whom a "Who" cell names).
+pub fn named_cast() -> Vec<(&'static str, Party)> {
+    vec![
+        ("O", Cast::o()),
+        ("O2", Cast::o2()),
+        ("C", Cast::c()),
+        ("E", Cast::e()),
+        ("K", Cast::k()),
+        ("Q", Cast::q()),
+        ("A", Cast::a()),
+        ("X", Cast::x()),
+        ("PR", Cast::pr()),
+        ("D", Cast::d()),
+        ("S", Cast::s()),
+        ("N1", Cast::n1()),
+        ("N2", Cast::n2()),
+        ("Y", Cast::y()),
+        ("W", Cast::w()),
+        ("Z", Cast::z()),
+        ("U", Cast::u()),
+    ]
+}
+
+/// The party of [`named_cast`] called `name`.
+pub fn cast_party(name: &str) -> Party {
+    named_cast()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .unwrap_or_else(|| panic!("no party {name} in the cast"))
+        .1
+}
+
+/// A commitment O requested of C ([`basic_request`]) driven through records into `state`:
+/// requested, conditionally_promised (C promises on a condition addressed to W), promised,
+/// stated (C states) or accepted (A accepts).
+pub fn reach_state(state: &str) -> World {
+    let (mut w, _) = world_with(basic_request());
+    match state {
+        "requested" => {}
+        "conditionally_promised" => {
+            w.ok(
+                &Cast::c(),
+                Operation::PromiseConditional {
+                    condition: Condition {
+                        description: "deposit".into(),
+                        addressed_to: Some(Cast::w()),
+                        ..Condition::default()
+                    },
+                    deadline: Some(T0 + 50_000),
+                },
+            );
+        }
+        "promised" | "stated" | "accepted" => {
+            w.ok(&Cast::c(), Operation::Promise);
+            if state != "promised" {
+                w.ok(&Cast::c(), state_op(&["r"]));
+            }
+            if state == "accepted" {
+                w.ok(&Cast::a(), accept_op());
+            }
+        }
+        other => panic!("no path to {other}"),
+    }
+    assert_eq!(w.state().map(|s| s.wire_name()), Some(state), "reached");
+    w
+}
+
+/// The code a party of [`named_cast`] that holds no role an operation needs is refused with:
+/// `not_authorized` for U (the fixture's Access lets no party act for its organisation,
+/// "rogue"), `wrong_role` for every other (it acts for its organisation but holds no role).
+pub fn refusal_for(name: &str) -> RejectionCode {
+    if name == "U" {
+        RejectionCode::NotAuthorized
+    } else {
+        RejectionCode::WrongRole
+    }
+}

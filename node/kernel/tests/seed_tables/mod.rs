@@ -363,3 +363,42 @@ pub fn operations() -> Vec<OperationRow> {
         })
         .collect()
 }
+
+// ---------------------------------------------------------------------------------------------
+// Seed 000: revoke requests, reason codes, records written by the Work service, assignment.
+
+/// Seed 000, "Revoke requests".
+pub const REVOKE_000: &str = include_str!("000_revoke.txt");
+/// Seed 000, "Reason codes".
+pub const REASON_CODES_000: &str = include_str!("000_reason_codes.txt");
+/// Seed 000, "Records written by the Work service".
+pub const SERVICE_RECORDS_000: &str = include_str!("000_service_records.txt");
+/// Seed 000, "Assignment": `@values` and `@operations`.
+pub const ASSIGNMENT_000: &str = include_str!("000_assignment.txt");
+
+/// The rows of the tab-separated table in section `name` of `text`, without the header row,
+/// as owned strings.
+pub fn rows(text: &str, name: &str) -> Vec<Vec<String>> {
+    tsv(&section(text, name))
+        .into_iter()
+        .skip(1)
+        .map(|r| r.into_iter().map(String::from).collect())
+        .collect()
+}
+
+/// The header row of the table in section `name` of `text`.
+pub fn header(text: &str, name: &str) -> Vec<String> {
+    tsv(&section(text, name))[0]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// The prose lines (no tab, not blank) of section `name` of `text`.
+pub fn prose(text: &str, name: &str) -> Vec<String> {
+    section(text, name)
+        .into_iter()
+        .filter(|l| !l.contains('\t') && !l.trim().is_empty())
+        .map(String::from)
+        .collect()
+}
