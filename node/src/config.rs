@@ -189,6 +189,11 @@ pub struct AuthoritiesConfig {
     /// Queue owners, as "org/name:queue".
     #[serde(default)]
     pub queue_owners: Vec<String>,
+    /// External observers (seed 000: "Execution, control and liveness come from executor or
+    /// external Claims"), as "org/name:organisation": the party may write `observation` claims
+    /// about the work of commitments whose obligor acts for that organisation.
+    #[serde(default)]
+    pub observers: Vec<String>,
 }
 
 /// Operator access.
@@ -849,6 +854,14 @@ impl Config {
                 .ok_or_else(|| err(&field, format!("{q:?}: expected \"org/name:queue\"")))?;
             parse_party(p).map_err(|r| err(&field, r))?;
             crate::ident::name(queue).map_err(|r| err(&field, format!("queue: {r}")))?;
+        }
+        for (i, q) in self.authorities.observers.iter().enumerate() {
+            let field = format!("authorities.observers[{i}]");
+            let (p, org) = q.split_once(':').ok_or_else(|| {
+                err(&field, format!("{q:?}: expected \"org/name:organisation\""))
+            })?;
+            parse_party(p).map_err(|r| err(&field, r))?;
+            crate::ident::name(org).map_err(|r| err(&field, format!("organisation: {r}")))?;
         }
         if self.witnesses.k > self.witnesses.list.len() {
             return Err(err(

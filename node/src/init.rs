@@ -180,11 +180,12 @@ token_sha256 = "{admin}"
 # max_in_flight = 4
 
 [authorities]
-# Parties ("org/name") with the administrative_close authority, principals, and queue owners
-# ("org/name:queue").
+# Parties ("org/name") with the administrative_close authority, principals, queue owners
+# ("org/name:queue") and external observers of an organisation's work ("org/name:organisation").
 administrative_close = []
 principals = []
 queue_owners = []
+observers = []
 
 [witnesses]
 # A record is witnessed once a checkpoint that includes it has k valid cosignatures.

@@ -93,6 +93,9 @@ pub struct Projection {
     replayed: u64,
     /// The change feed: which commitments each published batch changed ([`feed`]).
     feed: feed::Feed,
+    /// This organisation's Access (from its config), for the views: whose move names the
+    /// queue owners it lets act (issue 29; seed 000, "Whose move it is").
+    pub view_access: Arc<k::Access>,
 }
 
 /// Logs a storage error of a read that answers "nothing" rather than failing.
@@ -285,6 +288,20 @@ pub fn access_from_config(c: &Config) -> Result<k::Access, Error> {
             );
         }
     }
+    for (i, s) in c.authorities.observers.iter().enumerate() {
+        // "org/name:organisation"; validated before this runs.
+        let (party, org) = s.split_once(':').unwrap_or((s.as_str(), ""));
+        let (o, n) = parse_party(party)
+            .map_err(|r| Error::invalid(format!("authorities.observers[{i}]"), r))?;
+        if !org.is_empty() {
+            a = a.with_grant(
+                k::Authority::Observer {
+                    organisation: org.to_string(),
+                },
+                k::Party::new(o, n),
+            );
+        }
+    }
     Ok(a)
 }
 
@@ -293,7 +310,7 @@ impl Projection {
     /// The derived view of a commitment at `now`, in wire form.
     pub fn commitment(&self, id: &str, now: i64) -> Option<pb::GetCommitmentResponse> {
         let c = self.get(id)?;
-        let mut v = crate::view::to_pb(&c, now);
+        let mut v = crate::view::to_pb(&c, now, &self.view_access);
         v.history = self.history(id);
         Some(v)
     }

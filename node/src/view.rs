@@ -65,9 +65,10 @@ fn offer_to_pb(o: &k::commitment::HandoverOffer) -> pb::HandoverOffer {
     }
 }
 
-/// The wire view of a commitment's derived state at `now` (history is added by the caller).
-pub fn to_pb(c: &k::Commitment, now: i64) -> pb::GetCommitmentResponse {
-    let v = k::view(c, now);
+/// The wire view of a commitment's derived state at `now` (history is added by the caller);
+/// whose move names the queue owners `access` lets act (issue 29).
+pub fn to_pb(c: &k::Commitment, now: i64, access: &k::Access) -> pb::GetCommitmentResponse {
+    let v = k::view(c, now, access);
     let next_move: Vec<_> = v
         .whose_move
         .iter()

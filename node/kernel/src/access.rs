@@ -31,6 +31,15 @@ pub enum Authority {
         /// The queue's name.
         queue: String,
     },
+    /// An external claimant (seed 000, "Other state axes": "Execution, control and liveness
+    /// come from executor or external Claims"): may write `observation` claims about the work
+    /// of any commitment whose obligor acts for `organisation`. Its claims move the execution,
+    /// control and liveness axes; they never confirm a stop ("'Stopped' appears on the
+    /// execution axis only when the executor confirms it").
+    Observer {
+        /// The obligor's organisation whose work it observes.
+        organisation: String,
+    },
 }
 
 /// One grant of an authority to a party.
@@ -159,6 +168,35 @@ impl Access {
             queue.owner.as_ref() == Some(party)
         }
     }
+
+    /// Every party [`Access::owns_queue`] admits for `queue`, in a fixed order: the vouched
+    /// author (only while this Access applies that author's record), then the grantees when
+    /// Access grants ownership of a queue of that name, else the declared owner. "Whose move"
+    /// names these (seed 000: "requested — Candidate obligor, or queue owner"), so it names
+    /// exactly the parties whose queue-owner operations `apply` accepts.
+    pub fn queue_owners(&self, queue: &Queue) -> Vec<Party> {
+        let authority = Authority::QueueOwner {
+            queue: queue.name.clone(),
+        };
+        let mut out: Vec<Party> = self.vouched.iter().cloned().collect();
+        let granted: Vec<&Party> = self
+            .grants
+            .iter()
+            .filter(|g| g.authority == authority)
+            .map(|g| &g.party)
+            .collect();
+        let owners: Vec<&Party> = if granted.is_empty() {
+            queue.owner.iter().collect()
+        } else {
+            granted
+        };
+        for p in owners {
+            if !out.contains(p) {
+                out.push(p.clone());
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -180,6 +218,43 @@ mod tests {
         );
         assert!(!strict.owns_queue(&q, &Party::new("a", "declared")));
         assert!(strict.owns_queue(&q, &Party::new("a", "granted")));
+    }
+
+    /// `queue_owners` lists exactly the parties `owns_queue` admits: declared owner, grantees,
+    /// and the vouched author.
+    #[test]
+    fn queue_owners_are_exactly_who_owns_the_queue() {
+        let q = Queue {
+            name: "q".into(),
+            owner: Some(Party::new("a", "declared")),
+            ..Queue::default()
+        };
+        let everyone = [
+            Party::new("a", "declared"),
+            Party::new("a", "granted"),
+            Party::new("b", "vouched"),
+            Party::new("c", "stranger"),
+        ];
+        let open = Access::new(Party::new("a", "svc"));
+        let strict = open.clone().with_grant(
+            Authority::QueueOwner { queue: "q".into() },
+            Party::new("a", "granted"),
+        );
+        let other_queue = open.clone().with_grant(
+            Authority::QueueOwner { queue: "r".into() },
+            Party::new("a", "granted"),
+        );
+        let vouching = strict.vouching(&Party::new("b", "vouched"));
+        for access in [open, strict, other_queue, vouching] {
+            let listed = access.queue_owners(&q);
+            for p in &everyone {
+                assert_eq!(
+                    access.owns_queue(&q, p),
+                    listed.contains(p),
+                    "{p} under {access:?}"
+                );
+            }
+        }
     }
 
     #[test]

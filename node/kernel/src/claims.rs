@@ -2,12 +2,17 @@
 //! control and liveness come from executor or external Claims. 'Stopped' appears on the
 //! execution axis only when the executor confirms it").
 //!
-//! * An `observation` is authored by the executor (a party of the obligor's organisation); each
-//!   one is a heartbeat. An executor may declare a heartbeat interval: liveness is `stale` once
+//! * An `observation` is authored by the executor (a party of the obligor's organisation) or by
+//!   an external claimant (a party Access grants `Observer` for the obligor's organisation);
+//!   anyone else is refused `wrong_role`. Each one is a heartbeat. An executor may declare a heartbeat interval: liveness is `stale` once
 //!   `now` is later than its last heartbeat plus that interval — derived from `now`, no record.
 //! * Execution is the latest execution claimed, except while a stop holds: then it is `stopped`
 //!   (or `paused` for a pause) only once the executor confirmed it after the request, and
 //!   `unknown` until then. An external state the executor cannot map makes execution `unknown`.
+//!   Only the executor confirms a stop; an external claimant's `stopped` shows `unknown`.
+//! * Executor and external claims weigh alike otherwise: every present claimant's latest
+//!   execution claim must agree, else the `contradiction` flag is raised and execution is
+//!   `unknown`; liveness looks at every present claimant's heartbeat.
 //! * Control is manual (with the holder) while a control lease is held, intervened after control
 //!   was handed back until the re-check, otherwise the latest control claimed, or not declared.
 
@@ -118,6 +123,9 @@ pub(crate) fn observe(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection>
     )?;
     let seq = ctx.c.history.len();
     let author = &ctx.r.author;
+    // The role table admitted the author as the executor or as an external claimant; which one
+    // it is decides whether its `stopped` confirms a stop.
+    let external = !crate::roles::holds(ctx, crate::rules::Role::Executor);
     let idx = match next.executors.iter().position(|e| e.executor == *author) {
         Some(i) => i,
         None => {
@@ -132,6 +140,7 @@ pub(crate) fn observe(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection>
                 unmapped_state: None,
                 checkpoint: None,
                 seq,
+                external,
             });
             next.executors.len() - 1
         }
@@ -140,6 +149,7 @@ pub(crate) fn observe(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection>
     e.last_record = ctx.r.id;
     e.last_seen = ctx.now;
     e.seq = seq;
+    e.external = external;
     e.left_cleanly = o.left_cleanly;
     if o.heartbeat_interval_ms.is_some() {
         e.heartbeat_interval_ms = o.heartbeat_interval_ms;
@@ -156,8 +166,11 @@ pub(crate) fn observe(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection>
     if !o.checkpoint.trim().is_empty() {
         e.checkpoint = Some((o.checkpoint.clone(), ctx.r.id, seq));
     }
-    // The executor's confirmation of the stop that holds (seed 000, "Stop requests").
-    if let Some(st) = next.stop.as_mut().filter(|s| s.in_effect())
+    // The executor's confirmation of the stop that holds (seed 000, "Stop requests":
+    // "executor confirmation (an observation Claim) ──► execution axis shows stopped"); an
+    // external claimant's never confirms it.
+    if !external
+        && let Some(st) = next.stop.as_mut().filter(|s| s.in_effect())
         && st.confirmed.is_none()
         && (o.execution == ExecutionReport::Stopped
             || (st.mode == StopMode::Pause && o.execution == ExecutionReport::Paused))
@@ -167,11 +180,18 @@ pub(crate) fn observe(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection>
     Ok(())
 }
 
-/// The latest execution claim across executors (by record order).
+/// The latest execution claim across claimants (by record order). An external claimant's
+/// `stopped` counts as `unknown`: "'Stopped' appears on the execution axis only when the
+/// executor confirms it" (seed 000).
 fn latest(c: &Commitment) -> Option<(ExecutionReport, usize)> {
     c.executors
         .iter()
-        .filter_map(|e| e.execution.map(|(r, _, seq)| (r, seq)))
+        .filter_map(|e| {
+            e.execution.map(|(r, _, seq)| match r {
+                ExecutionReport::Stopped if e.external => (ExecutionReport::Unspecified, seq),
+                r => (r, seq),
+            })
+        })
         .max_by_key(|(_, seq)| *seq)
 }
 
@@ -181,10 +201,12 @@ pub fn stop_confirmed(c: &Commitment) -> bool {
     c.stop.as_ref().is_some_and(|st| st.confirmed.is_some())
 }
 
-/// Whether a checkpoint was reported after the stop request.
+/// Whether the executor reported a checkpoint after the stop request (seed 000, "Control
+/// handover": "pause request → executor confirmation or checkpoint → control_lease"; control is
+/// taken from the executor, so an external claimant's checkpoint does not stand in for it).
 pub fn checkpoint_since_stop(c: &Commitment) -> bool {
     let Some(st) = &c.stop else { return false };
-    c.executors.iter().any(|e| {
+    c.executors.iter().filter(|e| !e.external).any(|e| {
         e.checkpoint
             .as_ref()
             .is_some_and(|(_, _, seq)| *seq > st.seq)

@@ -149,6 +149,11 @@ pub struct ExecutorState {
     pub checkpoint: Option<(String, RecordId, usize)>,
     /// Order of the observation among all applied records (for "latest" across executors).
     pub seq: usize,
+    /// An external claimant (Access's `Observer` authority), not the executor: its claims move
+    /// the axes but never confirm a stop (seed 000: "'Stopped' appears on the execution axis
+    /// only when the executor confirms it").
+    #[serde(default)]
+    pub external: bool,
 }
 
 /// A stop request and what followed it.

@@ -20,7 +20,7 @@
 //! * [`due_work`]`(state, now)`: the records the Work service party must write now (seed 000,
 //!   "Records written by the Work service"); turn each into a record authored by
 //!   [`Access::service`], sign it and `apply` it.
-//! * [`view()`]`(state, now)`: the read model — state or per-item states with summary `mixed`,
+//! * [`view()`]`(state, now, access)`: the read model — state or per-item states with summary `mixed`,
 //!   summary category, flags, whose move, assignment axis, revokes, disputes, deferral, links.
 //! * [`Access`] is built from the node's config: who acts for which organisation, which party
 //!   holds which [`Authority`], and the Work service party.
@@ -121,7 +121,8 @@
 //!   `satisfy_condition` is the addressee's accept. A satisfied gate stays (an amend can reopen
 //!   it); `withdraw_condition` removes it.
 //! * **Whose move** lists every applicable row: the open revoke request, budget exhausted, and
-//!   one row per open state. The queue owner shown is the declared one (`view` takes no Access).
+//!   one row per open state. The queue owner shown is whoever Access lets act as the queue's
+//!   owner: the grantees when Access grants that queue, else the declared owner.
 //! * **Work service records** from [`due_work`] are independent of each other: applied in the
 //!   order given, each is accepted.
 //! * **Records outside the seed's table.** `gate_decision`, `observation`, `stop_request`,

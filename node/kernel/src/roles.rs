@@ -58,6 +58,14 @@ pub fn holds_role(
             .obligor
             .as_ref()
             .is_some_and(|o| o.organisation == who.organisation),
+        Role::ExternalObserver => c.obligor.as_ref().is_some_and(|o| {
+            access.holds(
+                &Authority::Observer {
+                    organisation: o.organisation.clone(),
+                },
+                who,
+            )
+        }),
         Role::LocalParty => who.organisation == access.service.organisation,
         Role::ControlHolder => c.handover.as_ref().is_some_and(|h| h.holder == *who),
     }
@@ -73,7 +81,7 @@ pub fn roles_of(c: &Commitment, access: &Access, who: &Party) -> Vec<Role> {
 }
 
 /// Every role.
-pub const ALL_ROLES: [Role; 19] = [
+pub const ALL_ROLES: [Role; 20] = [
     Role::Obligee,
     Role::OnBehalfOfObligee,
     Role::CandidateObligor,
@@ -91,6 +99,7 @@ pub const ALL_ROLES: [Role; 19] = [
     Role::ConditionOwner,
     Role::ConditionAddressee,
     Role::Executor,
+    Role::ExternalObserver,
     Role::LocalParty,
     Role::ControlHolder,
 ];

@@ -34,9 +34,15 @@ fn push_unique(out: &mut Vec<Party>, p: &Party) {
     }
 }
 
-/// The executors to notify: every executor that reported, or the obligor.
+/// The executors to notify: every executor that reported, or the obligor. External claimants
+/// are not told: the stop and the control handover are the executor's to act on.
 fn executors(c: &Commitment) -> Vec<Party> {
-    let mut out: Vec<Party> = c.executors.iter().map(|e| e.executor.clone()).collect();
+    let mut out: Vec<Party> = c
+        .executors
+        .iter()
+        .filter(|e| !e.external)
+        .map(|e| e.executor.clone())
+        .collect();
     if let Some(o) = &c.obligor {
         push_unique(&mut out, o);
     }

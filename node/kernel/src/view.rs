@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::access::Access;
 use crate::assignment::{Assignment, assignment};
 use crate::claims::{self, contradiction};
 pub use crate::claims::{Control, Execution, Liveness};
@@ -262,7 +263,12 @@ fn push_unique(out: &mut Vec<Party>, p: &Party) {
 
 /// Whose move it is (seed 000 table): open revoke request first, then budget exhausted, then
 /// one entry per open state, in the seed's order.
-pub fn whose_move(c: &Commitment) -> Vec<Move> {
+///
+/// The queue owner of the `requested` row ("Candidate obligor, or queue owner") is whoever
+/// `access` lets act as the queue's owner ([`Access::queue_owners`]): its grantees when Access
+/// grants ownership of that queue, the declared owner otherwise — the party named is the party
+/// whose `offer`, `forward`, `nominate` or `reassign` `apply` accepts.
+pub fn whose_move(c: &Commitment, access: &Access) -> Vec<Move> {
     let mut moves = Vec::new();
     if let Some(rv) = &c.revoke {
         moves.push(Move {
@@ -301,8 +307,10 @@ pub fn whose_move(c: &Commitment) -> Vec<Move> {
                 for p in c.candidate_obligors() {
                     push_unique(&mut parties, &p);
                 }
-                if let Some(owner) = c.queue.as_ref().and_then(|q| q.queue.owner.as_ref()) {
-                    push_unique(&mut parties, owner);
+                if let Some(q) = &c.queue {
+                    for owner in access.queue_owners(&q.queue) {
+                        push_unique(&mut parties, &owner);
+                    }
                 }
             }
             State::Countered => push_unique(&mut parties, &c.obligee),
@@ -412,8 +420,8 @@ pub fn flags(c: &Commitment, now: i64) -> Vec<Flag> {
     out
 }
 
-/// The read model of `c` at `now`.
-pub fn view(c: &Commitment, now: i64) -> View {
+/// The read model of `c` at `now`, under the node's `access` (who owns the queue).
+pub fn view(c: &Commitment, now: i64, access: &Access) -> View {
     let state = c.state();
     let items = c
         .items
@@ -437,7 +445,7 @@ pub fn view(c: &Commitment, now: i64) -> View {
         terminal: c.is_closed(),
         category: category(c, now),
         flags: flags(c, now),
-        whose_move: whose_move(c),
+        whose_move: whose_move(c, access),
         assignment: assignment(c, now),
         execution: claims::execution(c),
         control: claims::control(c).0,

@@ -159,7 +159,11 @@ fn every_category_row_and_its_precedence() {
         let w = scenario();
         assert_eq!(w.view().category, *want, "{text}");
         // The category is derived: a replay of the records gives the same one.
-        assert_eq!(view(&w.replay(), w.now).category, *want, "{text} (replay)");
+        assert_eq!(
+            view(&w.replay(), w.now, &w.access).category,
+            *want,
+            "{text} (replay)"
+        );
     }
 }
 

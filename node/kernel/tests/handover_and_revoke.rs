@@ -308,7 +308,7 @@ fn revoke_acceptance_allowed_keeps_accepted_and_starts_a_linked_reopening() {
     assert_eq!(link.revoke, rv);
     assert_eq!(link.allow, al);
     assert_eq!(w.view().reopened_by, vec![link.clone()]);
-    let reopened = view(commitment, w.now);
+    let reopened = view(commitment, w.now, &w.access);
     assert_eq!(reopened.reopens.as_ref(), Some(link));
     assert_eq!(reopened.state, Some(State::Requested));
     assert_eq!(reopened.offered_to, Some(Cast::c()));

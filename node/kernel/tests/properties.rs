@@ -841,8 +841,8 @@ fn op_for(n: u8, c: &Commitment, basis: &[RecordId], now: i64) -> Operation {
     }
 }
 
-fn check_view(c: &Commitment, now: i64) {
-    let v = view(c, now);
+fn check_view(c: &Commitment, now: i64, access: &Access) {
+    let v = view(c, now, access);
     let states: Vec<State> = c.items.values().map(|i| i.state).collect();
     let mixed = states.iter().any(|s| *s != states[0]);
     assert_eq!(v.summary == "mixed", mixed);
@@ -1134,7 +1134,7 @@ fn run(forms: &[Form], steps: Vec<Step>, crit: AcceptanceCriterion) -> Result<Mi
                 }
             }
             for c in f.dir.values() {
-                check_view(c, f.now);
+                check_view(c, f.now, &f.access);
             }
             note(&f.dir, &mut reached);
             continue;
@@ -1307,7 +1307,7 @@ fn run(forms: &[Form], steps: Vec<Step>, crit: AcceptanceCriterion) -> Result<Mi
             }
         }
         for c in f.dir.values() {
-            check_view(c, f.now);
+            check_view(c, f.now, &f.access);
         }
         note(&f.dir, &mut reached);
     }

@@ -128,7 +128,7 @@ const EXPECT: &[Row] = &[
     ("acted_upon", OPEN, &[R::Executor], "-", "seed: 'An executor reported an Act'"),
     ("admission", ANY, &[R::LocalParty], "-", "seed names no role (Access decides); a local declaration of this node"),
     ("gate_decision", OPEN, &[R::ConditionAddressee], "-", "seed: participants answer; the Work service party only closes requests as obsolete (aggregation.rs)"),
-    ("observation", OPEN, &[R::Executor], "-", "seed: 'executor or external Claims'; executor = the obligor's organisation"),
+    ("observation", OPEN, &[R::Executor, R::ExternalObserver], "-", "seed: 'executor or external Claims'; executor = the obligor's organisation; external = an Access Observer grant for it"),
     ("stop_request", OPEN, &[R::Accountable, R::Obligee, R::Principal], "-", "seed: 'accountable party (handover, stop request)'; obligee and principal are the kernel's choice"),
     ("stop_response", OPEN, &[R::Executor], "-", "seed silent on who: the executor"),
     ("resume_after_stop", OPEN, &[R::Accountable, R::Obligee, R::Principal], "-", "seed silent on who: those who may ask a stop"),
@@ -314,6 +314,15 @@ fn cast(state: State) -> Vec<(Party, Vec<Role>, bool)> {
         (Cast::y(), vec![R::ConditionOwner], true),
         (Cast::w(), vec![R::ConditionAddressee], true),
         (Cast::z(), vec![R::ControlHolder], true),
+        (
+            Cast::m(),
+            if pre {
+                vec![]
+            } else {
+                vec![R::ExternalObserver]
+            },
+            true,
+        ),
         (Cast::u(), vec![], false),
     ]
 }
@@ -471,6 +480,7 @@ fn fixture(state: State, key: RuleKey) -> Commitment {
                 unmapped_state: None,
                 checkpoint: None,
                 seq: 2,
+                external: false,
             });
         }
         RuleKey::HandBackControl | RuleKey::Recheck => {
@@ -1062,7 +1072,7 @@ fn every_operation_from_every_state_by_every_role() {
             }
         }
     }
-    assert_eq!(checked, KEYS.len() * 13 * 17);
+    assert_eq!(checked, KEYS.len() * 13 * 18);
     assert!(allowed > 100, "only {allowed} allowed combinations");
 }
 

@@ -37,12 +37,12 @@ pub struct SummaryKey {
 
 /// The summary of `c` at `now`, in kernel terms (cheaper than the wire view: no items, gates,
 /// revokes or history).
-pub fn summary_key(c: &k::Commitment, now: i64) -> SummaryKey {
+pub fn summary_key(c: &k::Commitment, now: i64, access: &k::Access) -> SummaryKey {
     SummaryKey {
         state: c.state(),
         category: k::view::category(c, now),
         flags: k::view::flags(c, now),
-        moves: k::view::whose_move(c),
+        moves: k::view::whose_move(c, access),
         assignment: k::assignment(c, now),
         execution: k::claims::execution(c),
         control: k::claims::control(c).0,

@@ -67,6 +67,9 @@ pub struct Working {
     scratch: Vec<u8>,
     /// This organisation (Access's Work service party's), seen at the last apply.
     local: String,
+    /// Access as at the first apply, for the summaries the change feed compares (whose move
+    /// names the queue owners Access lets act; issue 29). Grants come from the config.
+    view_access: Option<k::Access>,
     /// Records of commitments homed elsewhere, waiting for their home's decision (issue 26,
     /// item 3; cf `pj_pending`, loaded at open).
     pending: HashMap<RecordId, (u64, k::Record)>,
@@ -290,6 +293,9 @@ impl Working {
         self.next = seq + 1;
         self.now = now;
         self.local.clone_from(&access.service.organisation);
+        if self.view_access.is_none() {
+            self.view_access = Some(access.clone());
+        }
         let org = &record.author.organisation;
         if *org != access.service.organisation && !self.orgs.contains(org) {
             restart::record_org(&mut self.writes, org);
@@ -600,6 +606,8 @@ impl Working {
         // it): no allocation, regrowth and second copy per commitment (issue 14: the writer's
         // profile had 12 % in `to_allocvec` and 11 % in moving those vectors into the batch).
         let mut buf = std::mem::take(&mut self.scratch);
+        let no_grants = k::Access::default();
+        let view_access = self.view_access.as_ref().unwrap_or(&no_grants);
         for (id, mut s) in std::mem::take(&mut self.overlay) {
             // Only the home's clock acts on a commitment (issue 26, item 1): one homed elsewhere
             // is kept out of the deadline index.
@@ -617,8 +625,8 @@ impl Working {
             };
             let before = self.base.get(&id).cloned().flatten();
             if before.as_ref().is_none_or(|b| {
-                timed::summary_key(&b.commitment, self.now)
-                    != timed::summary_key(&s.commitment, self.now)
+                timed::summary_key(&b.commitment, self.now, view_access)
+                    != timed::summary_key(&s.commitment, self.now, view_access)
             }) || self.new_readers.contains(&id)
             {
                 feed.push(id.clone());

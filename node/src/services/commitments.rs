@@ -31,6 +31,8 @@ pub struct Filter {
     needs: Option<k::Party>,
     /// The caller as a party; `None` for the operator (reads everything).
     reader: Option<k::Party>,
+    /// This organisation's Access: whose move names the queue owners it lets act.
+    access: std::sync::Arc<k::Access>,
 }
 
 /// The page size asked for, bounded.
@@ -103,11 +105,18 @@ impl Filter {
             }
             _ => None,
         };
+        let access = node
+            .projection
+            .read()
+            .map_err(|_| Error::Internal("projection lock poisoned".into()))?
+            .view_access
+            .clone();
         Ok(Filter {
             category,
             flag,
             needs,
             reader,
+            access,
         })
     }
 
@@ -154,7 +163,7 @@ impl Filter {
 
     /// The summary of `c` at `now` if it passes the filter.
     pub fn summary(&self, c: &k::Commitment, now: i64) -> Option<pb::CommitmentSummary> {
-        let v = crate::view::to_pb(c, now);
+        let v = crate::view::to_pb(c, now, &self.access);
         if self.category.as_ref().is_some_and(|cat| *cat != v.category)
             || self
                 .flag

@@ -138,6 +138,11 @@ pub enum Role {
     ConditionAddressee,
     /// A party acting for the obligor's organisation (executor reports).
     Executor,
+    /// An external claimant: a party Access grants [`crate::Authority::Observer`] for the
+    /// obligor's organisation (seed 000: "Execution, control and liveness come from executor
+    /// or external Claims"). It may write observations only; stop responses, consumption and
+    /// acts stay the executor's.
+    ExternalObserver,
     /// A party of this node's organisation (Access: the Work service party's organisation).
     LocalParty,
     /// The person holding control under a control lease.
@@ -323,7 +328,9 @@ pub const ROLES: &[(RuleKey, StateSet, &[Role])] = &[
         ALL,
         &[R::ConditionAddressee, R::WorkService],
     ),
-    (K::Observation, ALL, &[R::Executor]),
+    // "Execution, control and liveness come from executor or external Claims" (seed 000,
+    // "Other state axes"): the executor, or an external party Access names as observer.
+    (K::Observation, ALL, &[R::Executor, R::ExternalObserver]),
     (
         K::StopRequest,
         ALL,

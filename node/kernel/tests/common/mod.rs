@@ -62,6 +62,10 @@ impl Cast {
     pub fn u() -> Party {
         p("rogue", "ursula")
     }
+    /// An external claimant: Access grants it `Observer` for the supplier's work.
+    pub fn m() -> Party {
+        p("monitor-co", "mo")
+    }
 }
 
 pub fn access() -> Access {
@@ -80,12 +84,19 @@ pub fn access() -> Access {
         "cond-co",
         "bank",
         "else",
+        "monitor-co",
         "x",
         "y",
     ] {
         a = a.with_organisation(org);
     }
     a.with_grant(Authority::AdministrativeClose, Cast::d())
+        .with_grant(
+            Authority::Observer {
+                organisation: "supplier".into(),
+            },
+            Cast::m(),
+        )
 }
 
 pub fn rid(n: u64) -> RecordId {
@@ -244,7 +255,7 @@ impl World {
     }
 
     pub fn view(&self) -> View {
-        view(self.c(), self.now)
+        view(self.c(), self.now, &self.access)
     }
 
     /// Applies every due Work service record; returns them.

@@ -402,3 +402,27 @@ pub fn prose(text: &str, name: &str) -> Vec<String> {
         .map(String::from)
         .collect()
 }
+
+// ---------------------------------------------------------------------------------------------
+// Seed 000: whose move it is.
+
+/// Seed 000, "Commitment": "Whose move it is" and "Revoke requests".
+pub const WHOSE_MOVE_000: &str = include_str!("000_whose_move.txt");
+
+/// The seed's "Whose move it is" table: (state or situation, next move), in its order.
+pub fn whose_move() -> Vec<(String, String)> {
+    tsv(&section(WHOSE_MOVE_000, "whose_move"))
+        .into_iter()
+        .skip(1)
+        .map(|r| (r[0].to_string(), r[1].to_string()))
+        .collect()
+}
+
+/// The seed's "Revoke requests" table: request → (asked by, asked of).
+pub fn revoke_parties() -> BTreeMap<String, (String, String)> {
+    tsv(&section(WHOSE_MOVE_000, "revoke_requests"))
+        .into_iter()
+        .skip(1)
+        .map(|r| (r[0].to_string(), (r[1].to_string(), r[2].to_string())))
+        .collect()
+}
