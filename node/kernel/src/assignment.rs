@@ -22,7 +22,8 @@ pub enum Assignment {
     Offered,
     /// The obligor is known; the lease is valid if one is defined.
     Held,
-    /// The start deadline passed with nobody holding it, or no candidate exists.
+    /// The start deadline passed with nobody holding it, no candidate exists, or the queue's
+    /// distribution policy found no candidate.
     FailedToAssign,
 }
 
@@ -60,6 +61,9 @@ pub fn assignment(c: &Commitment, now: i64) -> Assignment {
         Assignment::FailedToAssign
     } else if c.offered_to.is_some() {
         Assignment::Offered
+    } else if crate::distribution::has_policy(c) && crate::distribution::pick(c).is_none() {
+        // Seed 000: failed_to_assign — "the policy found no candidate".
+        Assignment::FailedToAssign
     } else if c
         .queue
         .as_ref()
@@ -177,6 +181,9 @@ pub(crate) fn execute(
             let Some(queue) = to.clone().filter(|q| !q.name.is_empty()) else {
                 return reject(C::MissingField, "forward needs the queue it moves to");
             };
+            crate::distribution::check_queue(&queue, "to")?;
+            // A new queue entry: its policy starts over.
+            next.policy_offers.clear();
             next.queue = Some(QueueState {
                 queue,
                 declared_by: ctx.r.id,
@@ -193,7 +200,14 @@ pub(crate) fn execute(
             }
         }
         (Operation::Offer { to }, RuleKey::Offer) => {
-            next.offered_to = Some(required(to, "offer")?);
+            let to = required(to, "offer")?;
+            if !roles::holds(ctx, Role::QueueOwner) {
+                // Seed 000: offer — "Queue owner or distribution policy": anyone else offering
+                // is the Work service party writing what the queue's declared policy picks.
+                crate::distribution::check_offer(ctx, &to)?;
+                next.policy_offers.push(to.clone());
+            }
+            next.offered_to = Some(to);
         }
         (Operation::Reassign { to }, RuleKey::Reassign) => {
             let to = required(to, "reassign")?;

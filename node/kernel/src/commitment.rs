@@ -124,6 +124,11 @@ pub struct Commitment {
     /// category": awaiting_acceptance "can move to … active (on rejection)").
     #[serde(default)]
     pub reworking: bool,
+    /// The parties the queue's distribution policy offered the commitment to since it entered
+    /// its current queue, in order (seed 000, "Assignment": offer — "distribution policy"); what
+    /// `first_candidate` skips and where `round_robin` moves on from. A forward clears it.
+    #[serde(default)]
+    pub policy_offers: Vec<Party>,
 }
 
 /// What one executor last claimed (the executor is the observation's author).

@@ -29,12 +29,15 @@ pub(crate) fn defer(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection> {
             format!("defer {} is open", hex_id(&open.record)),
         );
     }
+    // Seed 000: "optional return date or return event" — the event from the kernel's closed
+    // list (crate::return_event), checked here so a resume on it can be derived later.
+    let event = crate::return_event::check_at_defer(ctx, return_event)?;
     next.deferral = Some(Deferral {
         record: ctx.r.id,
         by: ctx.r.author.clone(),
         reason: reason.clone(),
         return_at: *return_at,
-        return_event: (!return_event.is_empty()).then(|| return_event.clone()),
+        return_event: event.map(|e| e.wire()),
         at: ctx.now,
     });
     Ok(())
@@ -42,7 +45,7 @@ pub(crate) fn defer(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection> {
 
 /// resume: basis names the open defer. The obligee or obligor may resume at any time (naming the
 /// return event, if they name one, must match it); the Work service party only when the return
-/// date has arrived or when it names the deferral's return event.
+/// date has arrived or the deferral's return event has occurred.
 pub(crate) fn resume(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection> {
     let Operation::Resume { event } = &ctx.r.op else {
         unreachable!()

@@ -144,6 +144,7 @@ mod content;
 mod ctx;
 mod deferral;
 mod directory;
+pub mod distribution;
 mod effect;
 pub mod envelope;
 pub mod gates;
@@ -154,6 +155,7 @@ pub mod reasons;
 pub mod record;
 pub mod rejection;
 mod request;
+pub mod return_event;
 pub mod revoke;
 pub mod roles;
 pub mod rules;
@@ -174,7 +176,7 @@ pub use effect::{Effect, Notification};
 pub use gates::{GateStatus, Participation};
 pub use record::{
     AcceptanceCriterion, AdmissionOutcome, Aggregation, AggregationRule, Budget, CancelReason,
-    Condition, ControlReport, DeclineReason, ExecutionReport, GateAnswer, GateKind,
+    Condition, ControlReport, DeclineReason, Distribution, ExecutionReport, GateAnswer, GateKind,
     GateParticipants, LineItem, NoticeType, Observation, Operation, Party, Queue, RecheckOutcome,
     Record, RecordId, Request, RevokeKind, StopAnswer, StopMode, Terms, hex_id,
 };

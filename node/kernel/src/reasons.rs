@@ -234,3 +234,22 @@ wire_enum!(
         Replan = 2 => "replan",
     }
 );
+
+wire_enum!(
+    /// A queue's distribution policy (seed 000, "Assignment": offer — "Queue owner or
+    /// distribution policy"). `Unspecified` = no policy: only the queue owner offers. Both
+    /// policies pick from the records alone (no randomness, no clock), over the queue's
+    /// candidate set in its declared order:
+    ///
+    /// * `first_candidate`: the first candidate the policy has not yet offered this commitment
+    ///   to (since it entered the queue); once every candidate was offered, no candidate is left.
+    /// * `round_robin`: starts at the candidate at position (first 8 bytes of the request's
+    ///   record id, big-endian) mod N, so commitments spread over the candidates, then moves on
+    ///   to the next candidate (wrapping) each time the commitment returns unassigned.
+    Distribution {
+        /// first_candidate
+        FirstCandidate = 1 => "first_candidate",
+        /// round_robin
+        RoundRobin = 2 => "round_robin",
+    }
+);

@@ -19,8 +19,8 @@ pub use crate::terms::{AcceptanceCriterion, Budget, LineItem, Queue, Request, Te
 
 pub use crate::content::{Aggregation, Condition, GateParticipants, Observation};
 pub use crate::reasons::{
-    AdmissionOutcome, AggregationRule, CancelReason, ControlReport, DeclineReason, ExecutionReport,
-    GateAnswer, GateKind, NoticeType, RecheckOutcome, StopAnswer, StopMode,
+    AdmissionOutcome, AggregationRule, CancelReason, ControlReport, DeclineReason, Distribution,
+    ExecutionReport, GateAnswer, GateKind, NoticeType, RecheckOutcome, StopAnswer, StopMode,
 };
 
 /// A record id: SHA-256 of the record's signed bytes (DESIGN.md, "Records and signing").

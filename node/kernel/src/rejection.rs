@@ -111,6 +111,9 @@ codes! {
     NoOpenDefer => "no_open_defer",
     /// resume naming an event that is not the deferral's return event.
     EventMismatch => "event_mismatch",
+    /// A Work service offer naming another party than the queue's distribution policy picks, or
+    /// made when the policy finds no candidate.
+    PolicyMismatch => "policy_mismatch",
     /// A revoke request while another is open.
     RevokePending => "revoke_pending",
     /// allow/refuse without an open revoke request.

@@ -55,6 +55,7 @@ pub(crate) fn create(
     }
     if let Some(q) = &req.queue {
         ensure(!q.name.is_empty(), C::MissingField, "a queue needs a name")?;
+        crate::distribution::check_queue(q, "queue")?;
     }
     if req.implicit_acceptance_window_ms.is_some_and(|w| w <= 0) {
         return reject(
@@ -129,6 +130,7 @@ pub(crate) fn create(
         last_recheck: None,
         attention: Vec::new(),
         reworking: false,
+        policy_offers: Vec::new(),
     };
     Ok((c, Vec::new()))
 }

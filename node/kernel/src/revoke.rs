@@ -326,5 +326,6 @@ fn reopening(c: &Commitment, targets: &[String], link: &ReopenLink, now: i64) ->
         last_recheck: None,
         attention: Vec::new(),
         reworking: false,
+        policy_offers: Vec::new(),
     }
 }

@@ -6,7 +6,8 @@
 //! | --- | --- | --- |
 //! | expire | a validity statement's time passed and the items are still expirable | the request (`valid_until`) or the promise_conditional (its deadline) |
 //! | accept, `implicit` | the implicit acceptance window after `state` ended with no explicit answer | the record holding the obligee's implicit acceptance terms (the commitment's origin), and the `state` |
-//! | resume | a dated deferral reached its return date (or the service names its return event) | the defer |
+//! | resume | a dated deferral reached its return date, or its return event occurred ([`crate::return_event`]) | the defer (and, on an event, the Condition it names) |
+//! | offer | the commitment is in a queue with a distribution policy, nobody holds it, no offer is open, and the policy picks a candidate | the record that declared the queue (its policy) |
 //! | unclaim | the claim's lease ended and the queue says return to the pool | the record that declared the queue |
 //! | gate_decision `obsolete` | a gate was decided with participant requests still open | the gate and the answers that decided it |
 //!
@@ -33,6 +34,9 @@ pub enum ServiceKind {
     ImplicitAccept,
     /// resume
     Resume,
+    /// offer, picked by the queue's distribution policy (seed 000, "Assignment": offer —
+    /// "Queue owner or distribution policy").
+    Offer,
     /// unclaim
     Unclaim,
     /// gate_decision `obsolete`: a participant request left open after the gate was decided
@@ -135,8 +139,8 @@ fn named(c: &Commitment, items: Vec<String>) -> Vec<String> {
     }
 }
 
-/// What the Work service party must write for `c` at `now`, in a fixed order: resume, unclaim,
-/// implicit accepts, expires. The actions act on disjoint items, so applied in this order each
+/// What the Work service party must write for `c` at `now`, in a fixed order: resume, offer,
+/// unclaim, implicit accepts, expires, obsolete closings. The actions act on disjoint items, so applied in this order each
 /// one is accepted (the property tests check it); recomputing after each apply is also fine.
 /// Empty for a closed commitment.
 pub fn due_work(c: &Commitment, now: i64) -> Vec<ServiceAction> {
@@ -151,15 +155,28 @@ pub fn due_work(c: &Commitment, now: i64) -> Vec<ServiceAction> {
         items,
         op,
     };
-    if let Some(d) = c
-        .deferral
-        .as_ref()
-        .filter(|d| d.return_at.is_some_and(|t| now >= t))
-    {
-        let op = Operation::Resume {
-            event: String::new(),
-        };
-        out.push(action(ServiceKind::Resume, vec![d.record], Vec::new(), op));
+    if let Some(d) = &c.deferral {
+        // Seed 000: resume — "A dated deferral reaches its return date, or its return event
+        // occurs"; whichever comes first, once (the resume closes the deferral).
+        if let Some(ev) = crate::return_event::occurred_event(c, now) {
+            let op = Operation::Resume { event: ev.wire() };
+            let basis = vec![d.record, ev.subject()];
+            out.push(action(ServiceKind::Resume, basis, Vec::new(), op));
+        } else if d.return_at.is_some_and(|t| now >= t) {
+            let op = Operation::Resume {
+                event: String::new(),
+            };
+            out.push(action(ServiceKind::Resume, vec![d.record], Vec::new(), op));
+        }
+    }
+    if let Some((declared_by, to)) = crate::distribution::due_offer(c, now) {
+        let op = Operation::Offer { to: Some(to) };
+        out.push(action(
+            ServiceKind::Offer,
+            vec![declared_by],
+            Vec::new(),
+            op,
+        ));
     }
     if let (Some(claim), Some(q)) = (&c.claim, &c.queue) {
         let lease_over = claim.lease_until.is_some_and(|t| now >= t);
@@ -311,16 +328,22 @@ pub(crate) fn check_implicit_accept(ctx: &Ctx, targets: &[String]) -> Result<(),
     Ok(())
 }
 
-/// resume by the Work service party: the return date arrived, or it names the return event.
+/// resume by the Work service party: the return date arrived, or it names the return event
+/// and that event has occurred (the service may not claim an event the records do not show).
 pub(crate) fn check_resume(ctx: &Ctx, open: &Deferral) -> Result<(), Rejection> {
     let Operation::Resume { event } = &ctx.r.op else {
         unreachable!()
     };
     if !event.is_empty() {
-        return ensure(
+        ensure(
             open.return_event.as_deref() == Some(event.as_str()),
             C::EventMismatch,
             format!("the deferral does not wait for event {event:?}"),
+        )?;
+        return ensure(
+            crate::return_event::occurred_event(ctx.c, ctx.now).is_some(),
+            C::NotDue,
+            format!("the return event {event:?} has not occurred"),
         );
     }
     ensure(

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::Party;
+use crate::record::{Distribution, Party};
 
 /// The terms of a commitment. A counter or an amend carries a whole new `Terms`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,6 +68,11 @@ pub struct Queue {
     pub return_to_pool_on_lease_end: bool,
     /// If nobody holds the commitment by then, assignment becomes `failed_to_assign`.
     pub start_deadline: Option<i64>,
+    /// The distribution policy: when the commitment is in this queue with nobody holding it
+    /// and no open offer, the Work service party writes the `offer` it picks (seed 000,
+    /// "Assignment": offer — "Queue owner or distribution policy"). `Unspecified` = none.
+    #[serde(default)]
+    pub distribution: Distribution,
 }
 
 /// `request`: the obligee (or someone on its behalf) asks for a commitment.

@@ -191,6 +191,7 @@ fn queue(name: &str, candidates: Vec<Party>, lease: Option<i64>, deadline: Optio
         lease_ms: lease,
         return_to_pool_on_lease_end: lease.is_some(),
         start_deadline: deadline,
+        distribution: Distribution::Unspecified,
     }
 }
 
@@ -718,15 +719,27 @@ fn op_for(n: u8, c: &Commitment, basis: &[RecordId], now: i64) -> Operation {
             return_at: Some(now + 50),
             return_event: String::new(),
         },
+        // A return event from the kernel's closed list: the first open Condition closes
+        // (none open: a defer with neither date nor event).
         18 => O::Defer {
             reason: r(),
             return_at: None,
-            return_event: "ev".into(),
+            return_event: c
+                .conditions
+                .first()
+                .map(|oc| format!("condition_closed:{}", hex_id(&oc.record)))
+                .unwrap_or_default(),
         },
         19 => O::Resume {
             event: String::new(),
         },
-        20 => O::Resume { event: "ev".into() },
+        20 => O::Resume {
+            event: c
+                .deferral
+                .as_ref()
+                .and_then(|d| d.return_event.clone())
+                .unwrap_or_default(),
+        },
         21 => O::RevokeRequest { reason: r() },
         22 => O::RevokePromise { reason: r() },
         23 => O::RevokeStatement { reason: r() },
@@ -762,6 +775,7 @@ fn op_for(n: u8, c: &Commitment, basis: &[RecordId], now: i64) -> Operation {
                 lease_ms: Some(100),
                 return_to_pool_on_lease_end: true,
                 start_deadline: None,
+                distribution: Distribution::Unspecified,
             }),
         },
         35 => O::Nominate {

@@ -333,8 +333,21 @@ fn resume_when_a_dated_deferral_reaches_its_return_date() {
 #[test]
 fn resume_on_a_return_event() {
     let (mut w, _) = world_with(basic_request());
-    let d = w.ok(&Cast::o(), defer_op(None, "funds-arrived"));
-    w.err(&Cast::o(), defer_op(None, "again"), RC::AlreadyDeferred);
+    let cond = w.ok(
+        &Cast::o(),
+        Operation::OpenCondition {
+            condition: Condition {
+                description: "funds arrived".into(),
+                addressed_to: Some(Cast::w()),
+                ..Condition::default()
+            },
+        },
+    );
+    // The documented event form: the Condition opened by `cond` closes.
+    let hex: String = cond.iter().map(|b| format!("{b:02x}")).collect();
+    let ev = format!("condition_closed:{hex}");
+    let d = w.ok(&Cast::o(), defer_op(None, &ev));
+    w.err(&Cast::o(), defer_op(None, &ev), RC::AlreadyDeferred);
     w.now = T0 + 10_000_000;
     assert!(
         w.tick().is_empty(),
@@ -360,32 +373,30 @@ fn resume_on_a_return_event() {
     );
     w.err_with(
         &Cast::z(),
-        Operation::Resume {
-            event: "funds-arrived".into(),
-        },
+        Operation::Resume { event: ev.clone() },
         &[d],
         &[],
         RC::WrongRole,
     );
+    w.err_with(
+        &Cast::s(),
+        Operation::Resume { event: ev.clone() },
+        &[d],
+        &[],
+        RC::NotDue,
+    );
+    w.ok_with(&Cast::w(), Operation::SatisfyCondition, &[cond], &[]);
     w.ok_with(
         &Cast::s(),
-        Operation::Resume {
-            event: "funds-arrived".into(),
-        },
+        Operation::Resume { event: ev.clone() },
         &[d],
         &[],
     );
-    // Offered, not pooled: not triage (seed 000, "Summary category"); the kernel shows waiting.
-    assert_eq!(w.view().category, Category::Waiting);
-    // A party may also resume naming the event, or without naming one.
-    let d = w.ok(&Cast::o(), defer_op(None, "go"));
-    w.ok_with(
-        &Cast::o(),
-        Operation::Resume { event: "go".into() },
-        &[d],
-        &[],
-    );
-    let d = w.ok(&Cast::o(), defer_op(None, "go"));
+    // Offered, not pooled: not triage (seed 000, "Summary category"); the kernel shows waiting
+    // only while a Condition waits, and the satisfied one no longer does.
+    assert_ne!(w.view().category, Category::Deferred);
+    // A party may also resume without naming an event.
+    let d = w.ok(&Cast::o(), defer_op(None, ""));
     w.ok_with(
         &Cast::o(),
         Operation::Resume {

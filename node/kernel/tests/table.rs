@@ -360,6 +360,7 @@ fn base() -> Commitment {
                 lease_ms: Some(1_000),
                 return_to_pool_on_lease_end: true,
                 start_deadline: None,
+                distribution: Distribution::Unspecified,
             }),
             valid_until: Some(T0 + 100),
             implicit_acceptance_window_ms: Some(50),
@@ -482,6 +483,15 @@ fn fixture(state: State, key: RuleKey) -> Commitment {
                 seq: 2,
                 external: false,
             });
+        }
+        // The Work service party offers only what a queue's distribution policy picks (seed
+        // 000, "Assignment": offer — "Queue owner or distribution policy"): a policy whose pick
+        // is the offeree, with no offer open.
+        RuleKey::Offer if pre => {
+            let q = c.queue.as_mut().expect("queued");
+            q.queue.distribution = Distribution::FirstCandidate;
+            q.queue.candidates = vec![p("x", "offeree")];
+            c.offered_to = None;
         }
         RuleKey::HandBackControl | RuleKey::Recheck => {
             c.stop = Some(stop(StopMode::Pause, None));
@@ -681,7 +691,7 @@ fn op_for(key: RuleKey, author: &Party) -> (Operation, Vec<RecordId>) {
             },
             vec![],
         ),
-        RuleKey::Offer => (O::Offer { to: to("offeree") }, vec![]),
+        RuleKey::Offer => (O::Offer { to: to("offeree") }, vec![rid(REQ)]),
         RuleKey::Reassign => (
             O::Reassign {
                 to: to("reassignee"),

@@ -307,6 +307,7 @@ pub fn pooled_request() -> Request {
             lease_ms: Some(1_000),
             return_to_pool_on_lease_end: true,
             start_deadline: None,
+            distribution: Distribution::Unspecified,
         }),
         candidate: None,
         ..basic_request()
