@@ -74,6 +74,7 @@ fn queue(q: &pb::Queue) -> k::Queue {
         lease_ms: time(q.lease_ms),
         return_to_pool_on_lease_end: q.return_to_pool_on_lease_end,
         start_deadline: time(q.start_deadline_unix_ms),
+        distribution: k::Distribution::from_wire(q.distribution),
     }
 }
 

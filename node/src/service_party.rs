@@ -74,6 +74,11 @@ fn wire_op(op: &k::Operation) -> Option<Op> {
             participant: participant.as_ref().map(crate::convert::party_to_pb),
             reason: reason.clone(),
         }),
+        // The queue's distribution policy's pick (seed 000, "Assignment": offer — "Queue owner
+        // or distribution policy").
+        k::Operation::Offer { to } => Op::Offer(pb::Offer {
+            to: to.as_ref().map(crate::convert::party_to_pb),
+        }),
         _ => return None,
     })
 }

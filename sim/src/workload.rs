@@ -408,6 +408,7 @@ fn queue(owner: usize, candidates: &[usize], lease_ms: i64) -> rec::Queue {
         lease_ms,
         return_to_pool_on_lease_end: lease_ms > 0,
         start_deadline_unix_ms: 0,
+        distribution: 0,
     }
 }
 
