@@ -146,10 +146,9 @@ pub(crate) async fn open_with(
         config.tls.require_client_cert,
     )?;
 
-    let projection = Arc::new(RwLock::new(Projection {
-        view_access: Arc::new(crate::projection::access_from_config(&config)?),
-        ..Projection::default()
-    }));
+    let projection = Arc::new(RwLock::new(Projection::with_view_access(
+        crate::projection::access_from_config(&config)?,
+    )));
     let machine = WorkMachine::new(
         projection.clone(),
         crate::projection::access_from_config(&config)?,

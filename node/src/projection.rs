@@ -107,6 +107,14 @@ fn logged<T: Default>(r: Result<T, Error>) -> T {
 }
 
 impl Projection {
+    /// An empty projection whose views name queue owners by `access` (issue 29).
+    pub fn with_view_access(access: k::Access) -> Self {
+        Projection {
+            view_access: Arc::new(access),
+            ..Projection::default()
+        }
+    }
+
     /// One commitment's derived state.
     pub fn get(&self, id: &str) -> Option<CommitmentRef> {
         let db = self.db.as_ref()?;

@@ -297,19 +297,33 @@ fn resume_when_a_dated_deferral_reaches_its_return_date_or_its_event_occurs() {
     write_due(&mut w, "resume", d);
     assert!(w.c().deferral.is_none(), "the deferral closed");
     // A deferral with no return date is never due by time.
+    // The return event (the documented form: a Condition of this commitment closes).
     let mut w = promised();
-    let d = w.ok(&Cast::o(), defer_op(None, "goods_in"));
+    let cond = w.ok(
+        &Cast::o(),
+        Operation::OpenCondition {
+            condition: Condition {
+                description: "goods in".into(),
+                addressed_to: Some(Cast::c()),
+                ..Condition::default()
+            },
+        },
+    );
+    let hex: String = cond.iter().map(|b| format!("{b:02x}")).collect();
+    let event = format!("condition_closed:{hex}");
+    let d = w.ok(&Cast::o(), defer_op(None, &event));
     w.now = T0 + 1_000_000_000;
-    assert!(due_of(&w, "resume").is_empty());
+    assert!(due_of(&w, "resume").is_empty(), "no event yet");
     assert_eq!(
-        refused(&mut w, &Cast::s(), resume_op(""), &[d]),
+        refused(&mut w, &Cast::s(), resume_op(&event), &[d]),
         RejectionCode::NotDue
     );
-    // Its return event occurs: the Work service party resumes naming it (a clock does not see
-    // events, so due_work cannot list it); another event is refused.
-    let e = refused(&mut w, &Cast::s(), resume_op("rain"), &[d]);
-    assert_eq!(e, RejectionCode::EventMismatch);
-    w.ok_with(&Cast::s(), resume_op("goods_in"), &[d], &[]);
+    // Its return event occurs: the resume is due, rests on the defer, and closes it.
+    w.ok_with(&Cast::o(), Operation::WithdrawCondition, &[cond], &[]);
+    let due = due_of(&w, "resume");
+    assert_eq!(due.len(), 1, "{due:?}");
+    assert!(due[0].basis.contains(&d), "rests on the defer");
+    w.tick();
     assert!(w.c().deferral.is_none(), "the deferral closed");
 }
 

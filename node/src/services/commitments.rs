@@ -291,6 +291,7 @@ mod tests {
             flag: None,
             needs: None,
             reader: None,
+            access: Default::default(),
         };
         let n = node.clone();
         let handle = tokio::runtime::Handle::current();
