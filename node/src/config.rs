@@ -857,9 +857,9 @@ impl Config {
         }
         for (i, q) in self.authorities.observers.iter().enumerate() {
             let field = format!("authorities.observers[{i}]");
-            let (p, org) = q.split_once(':').ok_or_else(|| {
-                err(&field, format!("{q:?}: expected \"org/name:organisation\""))
-            })?;
+            let (p, org) = q
+                .split_once(':')
+                .ok_or_else(|| err(&field, format!("{q:?}: expected \"org/name:organisation\"")))?;
             parse_party(p).map_err(|r| err(&field, r))?;
             crate::ident::name(org).map_err(|r| err(&field, format!("organisation: {r}")))?;
         }

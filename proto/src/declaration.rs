@@ -289,7 +289,11 @@ mod tests {
         };
         assert_eq!(payload_type(&observation), RECORD_PAYLOAD_TYPE);
         assert!(
-            check_matches("https://suiss.app/ns/work/declaration/promise", &observation).is_err()
+            check_matches(
+                "https://suiss.app/ns/work/declaration/promise",
+                &observation
+            )
+            .is_err()
         );
     }
 }

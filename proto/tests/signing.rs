@@ -72,7 +72,12 @@ fn record_sign_verify_roundtrip() {
     let v = signer.verifier();
     let record = sample_record();
     let signed = signing::sign_record(&signer, &record);
-    assert_eq!(signed.payload_type, RECORD_PAYLOAD_TYPE);
+    // Seed 000: "Every operation is a typed Declaration
+    // (https://suiss.app/ns/work/declaration/<wire name>)".
+    assert_eq!(
+        signed.payload_type,
+        "https://suiss.app/ns/work/declaration/promise"
+    );
     assert_eq!(signed.signatures.len(), 1);
     let sig = &signed.signatures[0];
     assert_eq!(sig.key_name, "PeterNeumann");
@@ -87,17 +92,21 @@ fn record_sign_verify_roundtrip() {
     let mut bad = signed.payload.to_vec();
     bad[0] ^= 0x01;
     assert_eq!(
-        signing::verify(&v, RECORD_PAYLOAD_TYPE, &bad, sig),
+        signing::verify(&v, &signed.payload_type, &bad, sig),
         Err(Error::BadSignature {
             key: v.key_ref(),
             index: None
         })
     );
     assert_ne!(
-        signing::record_id(RECORD_PAYLOAD_TYPE, &bad),
-        signing::record_id(RECORD_PAYLOAD_TYPE, &signed.payload)
+        signing::record_id(&signed.payload_type, &bad),
+        signing::record_id(&signed.payload_type, &signed.payload)
     );
-    // The type is signed too.
+    // The type is signed too: neither the generic record type nor another's verifies.
+    assert!(matches!(
+        signing::verify(&v, RECORD_PAYLOAD_TYPE, &signed.payload, sig),
+        Err(Error::BadSignature { .. })
+    ));
     assert!(matches!(
         signing::verify(&v, signing::ENVELOPE_PAYLOAD_TYPE, &signed.payload, sig),
         Err(Error::BadSignature { .. })

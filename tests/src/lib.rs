@@ -343,7 +343,9 @@ impl TestNode {
                 // the process being killed by SIGXFSZ.
                 let mut c = Command::new("bash");
                 c.arg("-c")
-                    .arg(format!("trap '' XFSZ; ulimit -f {kib} && exec \"$0\" \"$@\""))
+                    .arg(format!(
+                        "trap '' XFSZ; ulimit -f {kib} && exec \"$0\" \"$@\""
+                    ))
                     .arg(bin("accord-node"));
                 c
             }

@@ -241,7 +241,11 @@ async fn forged_unknown_wrong_identity_and_unauthorized_are_refused_or_rejected(
             .await
             .unwrap()
             .into_inner();
-        assert_eq!(got.entry.unwrap().record.as_ref(), Some(r), "kept as signed");
+        assert_eq!(
+            got.entry.unwrap().record.as_ref(),
+            Some(r),
+            "kept as signed"
+        );
     }
 
     // The refusals are kept, with their codes, for the operator.

@@ -38,13 +38,14 @@ async fn a_refused_write_stops_the_ledger_and_loses_nothing_acknowledged() {
                 let id = format!("f-{b}-{i}");
                 signing::sign_record(
                     &alice,
-                    &accord_tests::records::alice_asks_bob(&id, &format!("job {id} {}", "x".repeat(200))),
+                    &accord_tests::records::alice_asks_bob(
+                        &id,
+                        &format!("job {id} {}", "x".repeat(200)),
+                    ),
                 )
             })
             .collect();
-        let res = c
-            .submit_batch(work::SubmitBatchRequest { records })
-            .await;
+        let res = c.submit_batch(work::SubmitBatchRequest { records }).await;
         let res = match res {
             Ok(r) => r.into_inner(),
             Err(e) => {
@@ -72,7 +73,10 @@ async fn a_refused_write_stops_the_ledger_and_loses_nothing_acknowledged() {
     assert!(!acked.is_empty(), "the node refused before any record");
 
     // Stopped until a restart: a later append is refused the same way, at once.
-    let later = signing::sign_record(&alice, &accord_tests::records::alice_asks_bob("f-later", "later"));
+    let later = signing::sign_record(
+        &alice,
+        &accord_tests::records::alice_asks_bob("f-later", "later"),
+    );
     let e = c
         .submit(work::SubmitRequest {
             record: Some(later.clone()),

@@ -151,7 +151,11 @@ async fn submit_get_list_declare_and_bad_input() {
     assert_eq!(signed.payload_type, typ, "sign_record types a request too");
 
     // A record signed under the generic type, as before typed Declarations: still read.
-    let legacy = accord_tests::records::signed_as(&alice, RECORD_PAYLOAD_TYPE, &request("acme", "alice", "c-4", 4));
+    let legacy = accord_tests::records::signed_as(
+        &alice,
+        RECORD_PAYLOAD_TYPE,
+        &request("acme", "alice", "c-4", 4),
+    );
     let l = c
         .submit(work::SubmitRequest {
             record: Some(legacy.clone()),
@@ -255,7 +259,11 @@ async fn submit_get_list_declare_and_bad_input() {
     while let Some(e) = s.message().await.unwrap() {
         seqs.push(e.sequence);
     }
-    assert_eq!(seqs, vec![0, 1, 2], "only the three good records were written");
+    assert_eq!(
+        seqs,
+        vec![0, 1, 2],
+        "only the three good records were written"
+    );
 }
 
 /// The reasons a caller gets for a call the node's state or the caller's identity refuses:

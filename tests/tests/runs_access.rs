@@ -215,8 +215,14 @@ async fn bob_cannot_execute_a_commitment_he_has_no_role_on() {
             ..Default::default()
         })
     };
-    let on_x1 = submit_as(&n, "bob", "x1", start_op()).await.outcome.expect("outcome");
-    let on_nope = submit_as(&n, "bob", "nope", start_op()).await.outcome.expect("outcome");
+    let on_x1 = submit_as(&n, "bob", "x1", start_op())
+        .await
+        .outcome
+        .expect("outcome");
+    let on_nope = submit_as(&n, "bob", "nope", start_op())
+        .await
+        .outcome
+        .expect("outcome");
     assert!(!on_x1.applied);
     assert_eq!(on_x1.rejection_code, "unknown_commitment");
     assert_eq!(
@@ -283,8 +289,14 @@ async fn writing_a_record_grants_no_reading() {
             detail: "x".into(),
         })
     };
-    let on_a1 = submit_as(&n, "carol", "", audit("a1")).await.outcome.expect("outcome");
-    let on_nope = submit_as(&n, "carol", "", audit("nope")).await.outcome.expect("outcome");
+    let on_a1 = submit_as(&n, "carol", "", audit("a1"))
+        .await
+        .outcome
+        .expect("outcome");
+    let on_nope = submit_as(&n, "carol", "", audit("nope"))
+        .await
+        .outcome
+        .expect("outcome");
     assert!(!on_a1.applied);
     assert_eq!(on_a1.rejection_code, "unknown_run");
     assert_eq!(
@@ -358,8 +370,14 @@ async fn refusals_say_nothing_about_what_exists() {
             context: None,
         })
     };
-    let on_ax = submit_as(&n, "bob", "y9", pending("ax")).await.outcome.expect("outcome");
-    let on_nope = submit_as(&n, "bob", "y9", pending("nope")).await.outcome.expect("outcome");
+    let on_ax = submit_as(&n, "bob", "y9", pending("ax"))
+        .await
+        .outcome
+        .expect("outcome");
+    let on_nope = submit_as(&n, "bob", "y9", pending("nope"))
+        .await
+        .outcome
+        .expect("outcome");
     assert_eq!(on_ax.rejection_code, "unknown_run");
     assert_eq!(
         on_ax.rejection_detail.replace("ax", "<id>"),
@@ -367,7 +385,10 @@ async fn refusals_say_nothing_about_what_exists() {
     );
     assert!(!on_ax.rejection_detail.contains("x1"), "{on_ax:?}");
     // Its executor's wrong commitment is refused without echoing the one the run executes.
-    let own = submit_as(&n, "alice", "y9", pending("ax")).await.outcome.expect("outcome");
+    let own = submit_as(&n, "alice", "y9", pending("ax"))
+        .await
+        .outcome
+        .expect("outcome");
     assert_eq!(own.rejection_code, "wrong_commitment");
     assert!(!own.rejection_detail.contains("x1"), "{own:?}");
     assert_eq!(get(&mut alice, "ax").await, before, "the run is unchanged");

@@ -14,9 +14,11 @@ use crate::runs_common::*;
 
 use accord_proto::pb::record::v1::{self as rec, record::Operation};
 
-/// The node's clock ticks once at start-up and then only after this long: what the clock owes
-/// stays owed while the test runs (the interval is tokio's, the first tick immediate).
-const NO_TICK: &str = "\n[clock]\ntick_ms = 3600000\n";
+/// The generated config's clock setting, and one under which the clock ticks once at start-up
+/// and then only after an hour: what the clock owes stays owed while the test runs (the
+/// interval is tokio's, its first tick immediate).
+const TICK: &str = "tick_ms = 1000";
+const NO_TICK: &str = "tick_ms = 3600000";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_recorded_through_submit_claims_its_commitment_and_the_claim_survives_a_restart() {
@@ -24,7 +26,10 @@ async fn a_run_recorded_through_submit_claims_its_commitment_and_the_claim_survi
         .party("alice")
         .party("bob")
         .party("carol")
-        .config(|t, _| t.push_str(NO_TICK))
+        .config(|t, _| {
+            assert!(t.contains(TICK), "the generated config sets {TICK}");
+            *t = t.replace(TICK, NO_TICK);
+        })
         .start()
         .await
         .unwrap();
@@ -73,7 +78,7 @@ async fn a_run_recorded_through_submit_claims_its_commitment_and_the_claim_survi
     n.kill9();
     let cfg = n.dir.join("accord.toml");
     let text = std::fs::read_to_string(&cfg).unwrap();
-    std::fs::write(&cfg, text.replace("tick_ms = 3600000", "tick_ms = 100")).unwrap();
+    std::fs::write(&cfg, text.replace(NO_TICK, "tick_ms = 100")).unwrap();
     n.spawn().await.unwrap();
     let c = accord_tests::eventually(WAIT, || async {
         let c = commitment(&n, "x1").await;
@@ -102,15 +107,24 @@ async fn a_run_recorded_through_submit_claims_its_commitment_and_the_claim_survi
             .unwrap();
         let r = <rec::Record as prost::Message>::decode(entry.record.unwrap().payload).unwrap();
         let author = r.author.unwrap();
-        assert_eq!((author.organisation.as_str(), author.name.as_str()), ("acme", "alice"));
+        assert_eq!(
+            (author.organisation.as_str(), author.name.as_str()),
+            ("acme", "alice")
+        );
         let Some(Operation::Observation(o)) = r.operation else {
             panic!("not an observation")
         };
-        assert_eq!(o.heartbeat_interval_ms, 600_000, "the run's declared interval");
+        assert_eq!(
+            o.heartbeat_interval_ms, 600_000,
+            "the run's declared interval"
+        );
         rested_on.extend(r.basis.iter().map(|b| b.to_vec()));
     }
     let mut want = vec![start.record_id.to_vec(), moved.record_id.to_vec()];
     want.sort();
     rested_on.sort();
-    assert_eq!(rested_on, want, "one claim per run record, each resting on it");
+    assert_eq!(
+        rested_on, want,
+        "one claim per run record, each resting on it"
+    );
 }

@@ -133,6 +133,10 @@ pub struct QueueArgs {
     /// If nobody holds it by then, assignment fails (`queue.start_deadline_unix_ms`): a time.
     #[arg(long, value_name = "TIME")]
     queue_start_deadline: Option<String>,
+    /// The queue's distribution policy (`queue.distribution`): the Work service party offers
+    /// the commitment to the candidate it picks.
+    #[arg(long, value_name = "POLICY", value_parser = ["first_candidate", "round_robin"])]
+    queue_distribution: Option<String>,
 }
 
 impl QueueArgs {
@@ -158,6 +162,11 @@ impl QueueArgs {
                 &self.queue_start_deadline,
                 now,
             )?,
+            distribution: match self.queue_distribution.as_deref() {
+                Some("first_candidate") => rpb::Distribution::FirstCandidate as i32,
+                Some("round_robin") => rpb::Distribution::RoundRobin as i32,
+                _ => rpb::Distribution::Unspecified as i32,
+            },
         }))
     }
 }

@@ -77,7 +77,9 @@ pub(crate) fn produced_promise(
         return Ok(None);
     }
     let claim = c.claim.as_ref().map(|cl| cl.record);
-    if !claim.is_some_and(|cl| r.basis.contains(&cl)) {
+    // Seed 000: "A terminal state never changes": a commitment closed before the produced
+    // promise was written (cancelled, released, …) takes no promise; the ordinary rules refuse it.
+    if c.is_closed() || !claim.is_some_and(|cl| r.basis.contains(&cl)) {
         return Ok(None);
     }
     let mut next = c.clone();

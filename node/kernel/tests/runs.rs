@@ -1123,7 +1123,10 @@ fn a_run_drives_the_execution_axis_of_the_commitment_it_executes() {
         };
         assert_eq!(commitment, &c.id);
         // The node writes the claim as an observation; the commitment's axis follows.
-        c.ok(&Cast::c(), observe(execution.expect("a claim"), Some(60_000)));
+        c.ok(
+            &Cast::c(),
+            observe(execution.expect("a claim"), Some(60_000)),
+        );
         assert_eq!(c.view().execution, run::execution(st(&s)), "{s}");
     }
     assert_eq!(c.view().execution, Execution::Completed);
@@ -1336,22 +1339,41 @@ fn a_runs_records_are_its_executors_heartbeats() {
 
     // Within half the interval, an action is no new claim; past it, the next one is a
     // heartbeat (no execution claimed), and liveness stays live.
-    w.action("r", Action { tool: "step".into(), ..Default::default() });
+    w.action(
+        "r",
+        Action {
+            tool: "step".into(),
+            ..Default::default()
+        },
+    );
     assert!(w.effects.is_empty(), "{:?}", w.effects);
     w.now += 30_000;
-    w.action("r", Action { tool: "step".into(), ..Default::default() });
+    w.action(
+        "r",
+        Action {
+            tool: "step".into(),
+            ..Default::default()
+        },
+    );
     let [beat] = w.effects.as_slice() else {
         panic!("one heartbeat, got {:?}", w.effects)
     };
     assert!(matches!(
         beat,
-        RunEffect::ExecutionClaim { execution: None, .. }
+        RunEffect::ExecutionClaim {
+            execution: None,
+            ..
+        }
     ));
     c.now = w.now;
     c.ok(&Cast::c(), claim_observation(beat));
     c.now = w.now + 59_000;
     assert_eq!(c.view().liveness, Liveness::Live);
-    assert_eq!(c.view().execution, Execution::Running, "a heartbeat keeps the claim");
+    assert_eq!(
+        c.view().execution,
+        Execution::Running,
+        "a heartbeat keeps the claim"
+    );
     // Silent past the interval: stale.
     c.now = w.now + 60_001;
     assert_eq!(c.view().liveness, Liveness::Stale);
@@ -1367,7 +1389,10 @@ fn a_runs_records_are_its_executors_heartbeats() {
             }),
         )
         .unwrap();
-    assert!(!w.effects.is_empty(), "the proposal is the executor's heartbeat");
+    assert!(
+        !w.effects.is_empty(),
+        "the proposal is the executor's heartbeat"
+    );
     w.now += 50_000;
     let d = w.record(
         &Cast::o(),

@@ -54,7 +54,11 @@ pub fn decode(id: RecordId, signed: &SignedRecord) -> Result<Checked, Rejection>
     accord_proto::declaration::check_payload_type(&signed.payload_type).map_err(|e| {
         Rejection::new(
             codes::MALFORMED,
-            format!("payload type {:?}: {}", shown(), e.chars().take(160).collect::<String>()),
+            format!(
+                "payload type {:?}: {}",
+                shown(),
+                e.chars().take(160).collect::<String>()
+            ),
         )
     })?;
     let checked = Checked::decode(id, signed.clone())?;

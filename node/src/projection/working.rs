@@ -142,7 +142,10 @@ impl Working {
             .as_ref()
             .and_then(|o| o.promise_due)
             .filter(|due| Some(*due) == claim);
-        let claims_due = old.as_ref().map(|o| o.claims_due.clone()).unwrap_or_default();
+        let claims_due = old
+            .as_ref()
+            .map(|o| o.claims_due.clone())
+            .unwrap_or_default();
         self.set(Stored {
             commitment: c,
             promise_due,

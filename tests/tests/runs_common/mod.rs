@@ -3,12 +3,12 @@
 //! tests make most.
 #![allow(dead_code)]
 
+use crate::federation_common::{declare, party, record, request, signer};
 use accord_proto::pb::record::v1 as rec;
 use accord_proto::pb::run::v1::{self as pb, run_service_client::RunServiceClient};
 use accord_proto::pb::work::v1::{self as work, SubmitResponse};
 use accord_proto::signing;
 use accord_tests::{Authed, Bearer, TestNode};
-use crate::federation_common::{declare, party, record, request, signer};
 
 pub type Client = RunServiceClient<Authed>;
 
@@ -160,7 +160,13 @@ pub async fn alice_promised(n: &TestNode, c: &str) {
     declare(
         n,
         "alice",
-        record("acme", "alice", c, &[], rec::record::Operation::Promise(rec::Promise {})),
+        record(
+            "acme",
+            "alice",
+            c,
+            &[],
+            rec::record::Operation::Promise(rec::Promise {}),
+        ),
     )
     .await;
 }

@@ -3,8 +3,8 @@
 //! the kernel's form (`convert::record_from_pb`), whose errors name the offending field.
 
 use accord_node::fuzzing as convert;
-use accord_proto::pb::record::v1::{Record, SignedRecord};
 use accord_proto::declaration;
+use accord_proto::pb::record::v1::{Record, SignedRecord};
 use accord_proto::signing::{RECORD_PAYLOAD_TYPE, record_id};
 use prost::Message;
 
@@ -22,7 +22,10 @@ pub fn run(data: &[u8]) {
     };
     // A typed payload type names the record's own operation, or the edge refuses it.
     if declaration::check_matches(&payload_type, &record).is_err() {
-        assert_ne!(payload_type, RECORD_PAYLOAD_TYPE, "the generic type goes with any operation");
+        assert_ne!(
+            payload_type, RECORD_PAYLOAD_TYPE,
+            "the generic type goes with any operation"
+        );
         return;
     }
     let id = record_id(&payload_type, &payload);
