@@ -19,29 +19,6 @@ use accord_kernel::*;
 use common::*;
 use seed_tables as seed;
 
-/// The cast, by the names used in [`WHO`].
-fn cast() -> Vec<(&'static str, Party)> {
-    vec![
-        ("O", Cast::o()),
-        ("O2", Cast::o2()),
-        ("C", Cast::c()),
-        ("E", Cast::e()),
-        ("K", Cast::k()),
-        ("Q", Cast::q()),
-        ("A", Cast::a()),
-        ("X", Cast::x()),
-        ("PR", Cast::pr()),
-        ("D", Cast::d()),
-        ("S", Cast::s()),
-        ("N1", Cast::n1()),
-        ("N2", Cast::n2()),
-        ("Y", Cast::y()),
-        ("W", Cast::w()),
-        ("Z", Cast::z()),
-        ("U", Cast::u()),
-    ]
-}
-
 /// The states where the fixture's commitment has an obligor (C promised, conditionally or not).
 const WITH_OBLIGOR: [&str; 3] = ["conditionally_promised", "promised", "stated"];
 
@@ -433,7 +410,7 @@ fn every_attempt() -> Vec<Attempt> {
             .unwrap_or_else(|| panic!("no reading of {:?} ({})", row.who, row.operation));
         for from in from_states(&row.from) {
             let named = (reading.names)(&from);
-            for (name, party) in cast() {
+            for (name, party) in named_cast() {
                 if reading.except.contains(&name) {
                     continue;
                 }
@@ -467,7 +444,7 @@ fn check_result(row: &seed::OperationRow, from: &str, fx: &mut Fx, offer: Record
             (Cast::n2(), "obligee")
         };
         // "The old party stays in place until acceptance"; only the new party accepts.
-        for (_, other) in cast().into_iter().filter(|(_, p)| *p != new) {
+        for (_, other) in named_cast().into_iter().filter(|(_, p)| *p != new) {
             let r = fx.w.try_op(&other, acceptance(Some(offer)), &[], &[]);
             assert!(r.is_err(), "{ctx}: the acceptance by {other} is refused");
         }
