@@ -9,7 +9,7 @@ use crate::roles;
 use crate::rules::Role;
 use crate::service;
 
-pub(crate) fn defer(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection> {
+pub(crate) fn defer(ctx: &Ctx, targets: &[String], next: &mut Commitment) -> Result<(), Rejection> {
     let Operation::Defer {
         reason,
         return_at,
@@ -36,6 +36,7 @@ pub(crate) fn defer(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection> {
         return_at: *return_at,
         return_event: (!return_event.is_empty()).then(|| return_event.clone()),
         at: ctx.now,
+        items: targets.to_vec(),
     });
     Ok(())
 }

@@ -375,8 +375,10 @@ fn resume_on_a_return_event() {
         &[d],
         &[],
     );
-    // Offered, not pooled: not triage (seed 000, "Summary category"); the kernel shows waiting.
-    assert_eq!(w.view().category, Category::Waiting);
+    // The deferral closed: the category is derived again, and the request (offered to its
+    // candidate) is in the request phase: triage (ARCHITECTURE.md, "Seed 000's summary
+    // category").
+    assert_eq!(w.view().category, Category::Triage);
     // A party may also resume naming the event, or without naming one.
     let d = w.ok(&Cast::o(), defer_op(None, "go"));
     w.ok_with(
