@@ -215,9 +215,10 @@ async fn list_commitments_filters_what_needs_a_party_and_pages() {
     )
     .await;
     // c-2 is offered to bob; c-3 sits in a queue bob may claim from (the request row of "Whose
-    // move it is" names the candidates and the queue owner).
+    // move it is" names the candidates and the queue owner). Both are in the request phase:
+    // triage, offered or pooled (ARCHITECTURE.md, "Seed 000's summary category").
     assert_eq!(ids(&needs_bob), ["c-2", "c-3"], "{needs_bob:?}");
-    assert_eq!(needs_bob.commitments[0].needs, ["waiting_on"]);
+    assert_eq!(needs_bob.commitments[0].needs, ["triage"]);
     assert_eq!(needs_bob.commitments[1].needs, ["triage"]);
 
     let mut alice = n.work_party("alice").await.unwrap();
@@ -242,7 +243,7 @@ async fn list_commitments_filters_what_needs_a_party_and_pages() {
         },
     )
     .await;
-    assert_eq!(ids(&triage), ["c-3"]);
+    assert_eq!(ids(&triage), ["c-2", "c-3"]);
 
     // The operator pages through everything, one at a time, in id order.
     let mut op_client = n.work().await.unwrap();
@@ -323,7 +324,7 @@ async fn list_commitments_filters_what_needs_a_party_and_pages() {
             )
         })
         .collect();
-    assert_eq!(listed, [("c-2", "waiting_on"), ("c-3", "triage")]);
+    assert_eq!(listed, [("c-2", "triage"), ("c-3", "triage")]);
     let (code, out, err) = accordctl(&["work", "list", "--needs", "acme/bob"], &conn).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("COMMITMENT"), "{out}");

@@ -12,7 +12,7 @@
 //! 6. the operation's required content and the Work service party's timing.
 
 use crate::access::Access;
-use crate::commitment::{Commitment, OpenCondition};
+use crate::commitment::{Commitment, OpenCondition, WorkPhase};
 use crate::ctx::Ctx;
 use crate::directory::{Applied, Directory, Single};
 use crate::effect::Effect;
@@ -21,6 +21,7 @@ use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
 use crate::revoke;
 use crate::roles;
 use crate::rules::{self, Outcome, RuleKey};
+use crate::state::State;
 use crate::{assignment, claims, deferral, gates, items, marks, ops, request, service, stop};
 
 /// Applies `record` to `state` (the commitment's derived state, `None` before its request) at
@@ -149,6 +150,7 @@ fn apply_in(
     if let Outcome::To(to) = outcome {
         for t in &targets {
             if let Some(item) = next.items.get_mut(t) {
+                item.work = work_phase(item.state, to, item.work, c.history.len());
                 item.state = to;
             }
         }
@@ -157,6 +159,25 @@ fn apply_in(
     next.history.push(record.id);
     next.updated_at = now;
     Ok((next, effects))
+}
+
+/// An item's work phase after it moves `from` → `to` by the record at history position `seq`
+/// ([`WorkPhase`]): a promise (promise, promise_conditional, claim, accept_counter) begins it
+/// not started; a statement sent back to the doer (reject, an allowed revoke_statement) begins
+/// it again, begun; a precondition met or withdrawn keeps it; any other move ends it.
+fn work_phase(from: State, to: State, was: Option<WorkPhase>, seq: usize) -> Option<WorkPhase> {
+    match (from, to) {
+        (State::ConditionallyPromised, State::Promised) => was,
+        (State::Stated, State::Promised) => Some(WorkPhase {
+            since: seq,
+            begun: true,
+        }),
+        (_, State::Promised | State::ConditionallyPromised) => Some(WorkPhase {
+            since: seq,
+            begun: false,
+        }),
+        _ => None,
+    }
 }
 
 /// Maps the operation to its rule key, resolving the subject it acts on.
@@ -312,7 +333,7 @@ fn execute(
         | K::Reassign
         | K::RenewLease => assignment::execute(ctx, key, targets, next, fx),
         K::Dispute => revoke::dispute(ctx, next, fx),
-        K::Defer => deferral::defer(ctx, next),
+        K::Defer => deferral::defer(ctx, targets, next),
         K::Resume => deferral::resume(ctx, next),
         K::Revoke(kind) => revoke::open(ctx, kind, targets, next, fx),
         K::Allow(kind) => revoke::allow(ctx, kind, targets, next, fx),

@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::commitment::{Commitment, ExecutorState, HandoverPhase};
+use crate::commitment::{Commitment, ExecutorState, HandoverPhase, StopState};
 use crate::ctx::Ctx;
 use crate::record::{ControlReport, ExecutionReport, Operation, Party, StopMode};
 use crate::rejection::{Rejection, RejectionCode as C, ensure, reject};
@@ -166,6 +166,18 @@ pub(crate) fn observe(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection>
     if !o.checkpoint.trim().is_empty() {
         e.checkpoint = Some((o.checkpoint.clone(), ctx.r.id, seq));
     }
+    // A report that execution is anything but not started (or a state the executor cannot
+    // map) begins the work of every item in its work phase (the category's ready row).
+    let begins = !matches!(
+        o.execution,
+        ExecutionReport::Unspecified | ExecutionReport::NotStarted
+    ) || (o.execution == ExecutionReport::Unspecified
+        && !o.external_state.trim().is_empty());
+    if begins {
+        for w in next.items.values_mut().filter_map(|i| i.work.as_mut()) {
+            w.begun = true;
+        }
+    }
     // The executor's confirmation of the stop that holds (seed 000, "Stop requests":
     // "executor confirmation (an observation Claim) ──► execution axis shows stopped"); an
     // external claimant's never confirms it.
@@ -180,10 +192,18 @@ pub(crate) fn observe(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection>
     Ok(())
 }
 
-/// The latest execution claim across claimants (by record order). An external claimant's
-/// `stopped` counts as `unknown`: "'Stopped' appears on the execution axis only when the
-/// executor confirms it" (seed 000).
-fn latest(c: &Commitment) -> Option<(ExecutionReport, usize)> {
+/// Whether a claim at history position `seq` was made after `since` (every claim counts for
+/// `None`). The summary category reads an item's claims from its work phase on
+/// ([`crate::commitment::WorkPhase`]): what an executor said, or stopped saying, about an
+/// earlier attempt does not describe this one.
+fn after(seq: usize, since: Option<usize>) -> bool {
+    since.is_none_or(|s| seq > s)
+}
+
+/// The latest execution claim across claimants (by record order), made after `since`. An
+/// external claimant's `stopped` counts as `unknown`: "'Stopped' appears on the execution axis
+/// only when the executor confirms it" (seed 000).
+fn latest(c: &Commitment, since: Option<usize>) -> Option<(ExecutionReport, usize)> {
     c.executors
         .iter()
         .filter_map(|e| {
@@ -192,7 +212,15 @@ fn latest(c: &Commitment) -> Option<(ExecutionReport, usize)> {
                 r => (r, seq),
             })
         })
+        .filter(|(_, seq)| after(*seq, since))
         .max_by_key(|(_, seq)| *seq)
+}
+
+/// The stop request that holds, if it was made after `since`.
+fn stop_in_effect(c: &Commitment, since: Option<usize>) -> Option<&StopState> {
+    c.stop
+        .as_ref()
+        .filter(|s| s.in_effect() && after(s.seq, since))
 }
 
 /// Whether an executor confirmed the stop: it claimed `stopped` (or `paused`, for a pause)
@@ -215,52 +243,61 @@ pub fn checkpoint_since_stop(c: &Commitment) -> bool {
 
 /// Work claimed running after a confirmed stop that was never resumed: two claims that cannot
 /// both hold.
-fn running_after_stop(c: &Commitment) -> bool {
-    let Some((_, confirmed_at)) = c
-        .stop
-        .as_ref()
-        .filter(|s| s.in_effect())
-        .and_then(|s| s.confirmed)
-    else {
+fn running_after_stop(c: &Commitment, since: Option<usize>) -> bool {
+    let Some((_, confirmed_at)) = stop_in_effect(c, since).and_then(|s| s.confirmed) else {
         return false;
     };
-    latest(c).is_some_and(|(r, seq)| r == ExecutionReport::Running && seq > confirmed_at)
+    latest(c, since).is_some_and(|(r, seq)| r == ExecutionReport::Running && seq > confirmed_at)
 }
 
 /// The execution axis.
 pub fn execution(c: &Commitment) -> Execution {
-    if contradiction(c) {
+    execution_since(c, None)
+}
+
+/// The execution axis over the claims made after history position `since`.
+pub fn execution_since(c: &Commitment, since: Option<usize>) -> Execution {
+    if contradiction_since(c, since) {
         return Execution::Unknown;
     }
-    if let Some(st) = c.stop.as_ref().filter(|s| s.in_effect()) {
-        if !stop_confirmed(c) {
+    if let Some(st) = stop_in_effect(c, since) {
+        if st.confirmed.is_none() {
             return Execution::Unknown;
         }
         return if st.mode == StopMode::Pause
-            && latest(c).is_some_and(|(r, _)| r == ExecutionReport::Paused)
+            && latest(c, since).is_some_and(|(r, _)| r == ExecutionReport::Paused)
         {
             Execution::Paused
         } else {
             Execution::Stopped
         };
     }
-    if c.executors.iter().any(|e| e.unmapped_state.is_some()) {
+    if c.executors
+        .iter()
+        .any(|e| e.unmapped_state.is_some() && after(e.seq, since))
+    {
         return Execution::Unknown;
     }
-    latest(c).map_or(Execution::NotStarted, |(r, _)| mapped(r))
+    latest(c, since).map_or(Execution::NotStarted, |(r, _)| mapped(r))
 }
 
 /// Two executors' latest execution claims about the same work disagree, or work was claimed
 /// running after a confirmed stop.
 pub fn contradiction(c: &Commitment) -> bool {
+    contradiction_since(c, None)
+}
+
+fn contradiction_since(c: &Commitment, since: Option<usize>) -> bool {
     let claims: Vec<ExecutionReport> = c
         .executors
         .iter()
         .filter(|e| !e.left_cleanly)
-        .filter_map(|e| e.execution.map(|(r, _, _)| r))
+        .filter_map(|e| e.execution)
+        .filter(|(_, _, seq)| after(*seq, since))
+        .map(|(r, _, _)| r)
         .collect();
     let disagree = claims.windows(2).any(|w| w[0] != w[1]);
-    disagree || running_after_stop(c)
+    disagree || running_after_stop(c, since)
 }
 
 /// The control axis and the control lease holder.
@@ -289,10 +326,16 @@ pub fn control(c: &Commitment) -> (Control, Option<Party>) {
 /// executor that has not left missed its heartbeat interval, unknown if one declared none,
 /// left cleanly if all left, else live.
 pub fn liveness(c: &Commitment, now: i64) -> Liveness {
-    if c.executors.is_empty() {
+    liveness_since(c, None, now)
+}
+
+/// The liveness axis at `now` over the executors heard from after history position `since`.
+pub fn liveness_since(c: &Commitment, since: Option<usize>, now: i64) -> Liveness {
+    let heard: Vec<&ExecutorState> = c.executors.iter().filter(|e| after(e.seq, since)).collect();
+    if heard.is_empty() {
         return Liveness::NotApplicable;
     }
-    let present: Vec<&ExecutorState> = c.executors.iter().filter(|e| !e.left_cleanly).collect();
+    let present: Vec<&&ExecutorState> = heard.iter().filter(|e| !e.left_cleanly).collect();
     if present.is_empty() {
         return Liveness::LeftCleanly;
     }

@@ -120,10 +120,6 @@ pub struct Commitment {
     /// Attention raised for parties (a refused stop request, ...).
     #[serde(default)]
     pub attention: Vec<AttentionMark>,
-    /// A reject came after the last statement: the work is being redone (seed 000, "Summary
-    /// category": awaiting_acceptance "can move to … active (on rejection)").
-    #[serde(default)]
-    pub reworking: bool,
     /// The parties the queue's distribution policy offered the commitment to since it entered
     /// its current queue, in order (seed 000, "Assignment": offer — "distribution policy"); what
     /// `first_candidate` skips and where `round_robin` moves on from. A forward clears it.
@@ -265,6 +261,25 @@ pub struct Item {
     pub statement: Option<Statement>,
     /// Accepted by the Work service party's implicit accept.
     pub accepted_implicitly: bool,
+    /// While the item is promised or conditionally promised: when that work began and whether an
+    /// executor has reported it started (the summary category's ready / active / unknown rows,
+    /// [`crate::view::item_rows`]).
+    #[serde(default)]
+    pub work: Option<WorkPhase>,
+}
+
+/// The work phase of an item: from the record that made it promised or conditionally promised
+/// (promise, promise_conditional, claim, accept_counter), or that sent a statement back to the
+/// doer (reject, an allowed revoke_statement), until it is stated, closed or unclaimed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkPhase {
+    /// The position in `history` of the record that began it: only claims made after it bear
+    /// on this work (an earlier executor's silence is about an earlier attempt).
+    pub since: usize,
+    /// Execution has begun: an executor reported an execution other than not started (or a
+    /// state it cannot map) since `since`, or the work was sent back after a statement (seed
+    /// 000, "Summary category": awaiting_acceptance "can move to … active (on rejection)").
+    pub begun: bool,
 }
 
 /// A validity statement.
@@ -348,6 +363,10 @@ pub struct Deferral {
     pub return_event: Option<String>,
     /// When it was deferred.
     pub at: i64,
+    /// The items it holds (the defer's targets): the summary category `deferred` applies to
+    /// them (empty in state derived before items were kept: every item).
+    #[serde(default)]
+    pub items: Vec<String>,
 }
 
 /// An open revoke request.

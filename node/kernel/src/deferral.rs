@@ -9,7 +9,7 @@ use crate::roles;
 use crate::rules::Role;
 use crate::service;
 
-pub(crate) fn defer(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection> {
+pub(crate) fn defer(ctx: &Ctx, targets: &[String], next: &mut Commitment) -> Result<(), Rejection> {
     let Operation::Defer {
         reason,
         return_at,
@@ -39,6 +39,7 @@ pub(crate) fn defer(ctx: &Ctx, next: &mut Commitment) -> Result<(), Rejection> {
         return_at: *return_at,
         return_event: event.map(|e| e.wire()),
         at: ctx.now,
+        items: targets.to_vec(),
     });
     Ok(())
 }

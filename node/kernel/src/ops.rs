@@ -272,7 +272,6 @@ pub(crate) fn state(ctx: &Ctx, targets: &[String], next: &mut Commitment) -> Res
             });
         }
     }
-    next.reworking = false;
     Ok(())
 }
 
@@ -358,7 +357,6 @@ pub(crate) fn reject_statement(
     }
     next.rejects.push(ctx.r.id);
     next.evidence.clear();
-    next.reworking = true;
     gates::delivery_answer(ctx, next, GateAnswer::Reject);
     Ok(())
 }

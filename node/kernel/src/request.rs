@@ -73,6 +73,7 @@ pub(crate) fn create(
         validity,
         statement: None,
         accepted_implicitly: false,
+        work: None,
     };
     let items: BTreeMap<String, Item> = if req.terms.items.is_empty() {
         [(WHOLE.to_string(), item(req.terms.description.clone()))].into()
@@ -129,7 +130,6 @@ pub(crate) fn create(
         handover: None,
         last_recheck: None,
         attention: Vec::new(),
-        reworking: false,
         policy_offers: Vec::new(),
     };
     Ok((c, Vec::new()))

@@ -278,6 +278,7 @@ fn reopening(c: &Commitment, targets: &[String], link: &ReopenLink, now: i64) ->
                     validity: None,
                     statement: None,
                     accepted_implicitly: false,
+                    work: None,
                 },
             )
         })
@@ -325,7 +326,6 @@ fn reopening(c: &Commitment, targets: &[String], link: &ReopenLink, now: i64) ->
         handover: None,
         last_recheck: None,
         attention: Vec::new(),
-        reworking: false,
         policy_offers: Vec::new(),
     }
 }

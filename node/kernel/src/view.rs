@@ -9,7 +9,7 @@ use crate::claims::{self, contradiction};
 pub use crate::claims::{Control, Execution, Liveness};
 use crate::commitment::{
     AnswerMark, AttentionMark, Commitment, Deferral, DisputeMark, Handover, HandoverOffer,
-    NoticeMark, OpenCondition, OpenRevoke, ReopenLink, StopState,
+    NoticeMark, OpenCondition, OpenRevoke, ReopenLink, StopState, WorkPhase,
 };
 use crate::gates::{self, GateStatus, Participation};
 use crate::record::{Budget, Condition, NoticeType, Party, RecheckOutcome, RecordId};
@@ -35,22 +35,27 @@ macro_rules! wire {
 }
 
 wire!(
-    /// The summary category; `ALL` is the seed's precedence order (the first that applies wins).
+    /// The summary category (seed 000, "Summary category"). `ALL`, the declaration order, is
+    /// the seed's precedence order (the first row that applies wins); [`holds`] is the "Derived
+    /// from" column, row by row.
     Category {
-        /// The commitment reached a terminal state.
+        /// The item reached a terminal state.
         Closed => "closed",
-        /// An open defer.
+        /// An open defer holds the item.
         Deferred => "deferred",
-        /// Request phase; assignment pooled.
+        /// The item is in the request phase (requested or countered), whatever the assignment.
         Triage => "triage",
-        /// Stated as done.
+        /// The item is stated as done.
         AwaitingAcceptance => "awaiting_acceptance",
-        /// Open Condition records (including a conditional promise's precondition) whose gate is
-        /// not satisfied.
+        /// An open Condition record waits: the item's own precondition (conditionally
+        /// promised), or a Condition or gate that is not satisfied.
         Waiting => "waiting",
-        /// Liveness stale or unknown, or an execution that cannot be known.
+        /// Begun work whose liveness is stale or unknown, or whose execution cannot be known
+        /// (an external state that cannot be mapped, contradicting claims, a stop not yet
+        /// confirmed).
         Unknown => "unknown",
-        /// Execution running (liveness live or not applicable), or rework after a rejection.
+        /// Work whose execution has begun (running, paused, completed, failed, cancelled or
+        /// stopped reported, or sent back after its statement).
         Active => "active",
         /// Promised; execution not started.
         Ready => "ready",
@@ -335,52 +340,85 @@ pub fn whose_move(c: &Commitment, access: &Access) -> Vec<Move> {
     moves
 }
 
-/// The summary category (seed 000 precedence: closed > deferred > triage >
-/// awaiting_acceptance > waiting > unknown > active > ready), over the open items.
-///
-/// The seed is silent on a request phase whose assignment is offered or failed_to_assign (it is
-/// not triage): it matches no row, and the kernel shows it `waiting` (on the party offered to,
-/// or the queue owner, as whose move says). Promised work whose execution is neither not
-/// started nor running (paused, stopped, completed or failed reported) also matches no row; the
-/// kernel shows it `ready` (the bottom row).
+/// Whether the "Derived from" of row `row` of seed 000's summary category table holds for
+/// item `id` of `c` at `now`. The choices where the seed's text leaves room (a request that is
+/// offered or failed to assign; begun work that is paused, completed, failed, cancelled or
+/// stopped; rework after a reject; a stale executor before the work began) are argued in
+/// ARCHITECTURE.md, "Seed 000's summary category".
+pub fn holds(row: Category, c: &Commitment, id: &str, now: i64) -> bool {
+    let item = &c.items[id];
+    let s = item.state;
+    if s.is_terminal() {
+        return row == Category::Closed;
+    }
+    // The work phase of a promised or conditionally promised item: since when, and whether an
+    // executor reported it begun (every such item has one; a hand-made state without it reads
+    // as not begun, every claim counting).
+    let work = matches!(s, State::Promised | State::ConditionallyPromised).then(|| {
+        item.work.unwrap_or(WorkPhase {
+            since: 0,
+            begun: false,
+        })
+    });
+    let begun = work.filter(|w| w.begun);
+    match row {
+        Category::Closed => false,
+        Category::Deferred => c
+            .deferral
+            .as_ref()
+            .is_some_and(|d| d.items.is_empty() || d.items.iter().any(|i| i == id)),
+        Category::Triage => matches!(s, State::Requested | State::Countered),
+        Category::AwaitingAcceptance => s == State::Stated,
+        Category::Waiting => {
+            s == State::ConditionallyPromised
+                || c.conditions.iter().any(|oc| {
+                    !oc.is_precondition() && gates::status(c, oc, now) != GateStatus::Satisfied
+                })
+        }
+        Category::Unknown => begun.is_some_and(|w| {
+            matches!(
+                claims::liveness_since(c, Some(w.since), now),
+                Liveness::Stale | Liveness::Unknown
+            ) || claims::execution_since(c, Some(w.since)) == Execution::Unknown
+        }),
+        Category::Active => begun.is_some(),
+        Category::Ready => work.is_some_and(|w| !w.begun),
+    }
+}
+
+/// The rows of the summary category table that hold for item `id` at `now`, in precedence
+/// order: the first is the item's category.
+pub fn item_rows(c: &Commitment, id: &str, now: i64) -> Vec<Category> {
+    Category::ALL
+        .iter()
+        .copied()
+        .filter(|row| holds(*row, c, id, now))
+        .collect()
+}
+
+/// The summary category of item `id` at `now`: the first row of the table that holds.
+pub fn item_category(c: &Commitment, id: &str, now: i64) -> Category {
+    Category::ALL
+        .iter()
+        .copied()
+        .find(|row| holds(*row, c, id, now))
+        .expect(
+            "every open item is requested, countered, promised, conditionally promised or stated",
+        )
+}
+
+/// The summary category (seed 000: "One category is derived from the five state axes. When
+/// several apply, the first in this order wins"): closed once every item is, otherwise the
+/// first, in the seed's precedence order, of the open items' categories ("A commitment with
+/// line items derives state per item").
 pub fn category(c: &Commitment, now: i64) -> Category {
-    if c.is_closed() {
-        return Category::Closed;
-    }
-    if c.deferral.is_some() {
-        return Category::Deferred;
-    }
-    let open: Vec<State> = c
-        .items
-        .values()
-        .map(|i| i.state)
-        .filter(|s| !s.is_terminal())
-        .collect();
-    let any = |s: State| open.contains(&s);
-    let request_phase = any(State::Requested) || any(State::Countered);
-    let execution = claims::execution(c);
-    let liveness = claims::liveness(c, now);
-    if request_phase && assignment(c, now) == Assignment::Pooled {
-        Category::Triage
-    } else if any(State::Stated) {
-        Category::AwaitingAcceptance
-    } else if gates::any_waiting(c, now) || any(State::ConditionallyPromised) {
-        Category::Waiting
-    } else if matches!(liveness, Liveness::Stale | Liveness::Unknown)
-        || execution == Execution::Unknown
-    {
-        Category::Unknown
-    } else if any(State::Promised)
-        && ((execution == Execution::Running
-            && matches!(liveness, Liveness::Live | Liveness::NotApplicable))
-            || c.reworking)
-    {
-        Category::Active
-    } else if any(State::Promised) {
-        Category::Ready
-    } else {
-        Category::Waiting
-    }
+    // `Category`'s order is its declaration order, `ALL`'s.
+    c.items
+        .iter()
+        .filter(|(_, i)| !i.state.is_terminal())
+        .map(|(id, _)| item_category(c, id, now))
+        .min()
+        .unwrap_or(Category::Closed)
 }
 
 /// The flags at `now`.

@@ -392,9 +392,10 @@ fn resume_on_a_return_event() {
         &[d],
         &[],
     );
-    // Offered, not pooled: not triage (seed 000, "Summary category"); the kernel shows waiting
-    // only while a Condition waits, and the satisfied one no longer does.
-    assert_ne!(w.view().category, Category::Deferred);
+    // The deferral closed: the category is derived again, and the request (offered to its
+    // candidate) is in the request phase: triage (ARCHITECTURE.md, "Seed 000's summary
+    // category").
+    assert_eq!(w.view().category, Category::Triage);
     // A party may also resume without naming an event.
     let d = w.ok(&Cast::o(), defer_op(None, ""));
     w.ok_with(

@@ -444,6 +444,7 @@ fn fixture(state: State, key: RuleKey) -> Commitment {
             return_at: Some(T0 + 1),
             return_event: None,
             at: T0,
+            items: vec![],
         });
     }
     let stop = |mode, response| StopState {
@@ -841,8 +842,8 @@ fn postconditions(
             "{ctx}"
         ),
         RuleKey::Reject => assert!(
-            next.rejects.contains(&op) && next.reworking,
-            "{ctx}: reject kept"
+            next.rejects.contains(&op) && next.items[WHOLE].work.is_some_and(|w| w.begun),
+            "{ctx}: reject kept, the work sent back begun"
         ),
         RuleKey::DelegateOffer => assert_eq!(
             next.delegate_offer.as_ref().map(|o| o.record),

@@ -81,8 +81,9 @@ pub const LAYOUT: &str = "projection.layout";
 /// The current layout version (4: `Commitment.home`, issue 26, and the pending records of
 /// commitments homed elsewhere; 5: `content_changes` in `Commitment` and `AnswerMark`, issue
 /// 29; 6: the time index `pj_timed`, issue 27, which a replay fills; 7: `Stored::claims_due`,
+/// issue 29; 8: an item's work phase and the items a deferral holds, for the summary category,
 /// issue 29).
-pub const LAYOUT_VERSION: &[u8] = b"7";
+pub const LAYOUT_VERSION: &[u8] = b"8";
 
 /// What `pj_commitments` holds for one commitment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -426,3 +426,112 @@ pub fn revoke_parties() -> BTreeMap<String, (String, String)> {
         .map(|r| (r[0].to_string(), (r[1].to_string(), r[2].to_string())))
         .collect()
 }
+
+// Seed 000: the summary category.
+
+/// Seed 000, "Summary category": the precedence, the category table and the Flags paragraph.
+pub const CATEGORIES_000: &str = include_str!("000_categories.txt");
+
+/// The precedence line ("closed > deferred > …"): the category names, first wins.
+pub fn precedence() -> Vec<String> {
+    let lines = section(CATEGORIES_000, "precedence");
+    let line = lines
+        .iter()
+        .find(|l| l.contains(" > "))
+        .expect("the precedence line");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("When several apply, the first in this order wins")),
+        "the sentence that gives the line its meaning"
+    );
+    line.split(" > ").map(|w| w.trim().to_string()).collect()
+}
+
+/// One row of the seed's category table, its cells as written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CategoryRow {
+    pub category: String,
+    pub derived_from: String,
+    pub changed_by: String,
+    pub can_move_to: String,
+}
+
+/// The category table, in the seed's order.
+pub fn category_rows() -> Vec<CategoryRow> {
+    let rows = tsv(&section(CATEGORIES_000, "categories"));
+    assert_eq!(
+        rows[0],
+        ["Category", "Derived from", "Changed by", "Can move to"],
+        "the table's header"
+    );
+    rows.into_iter()
+        .skip(1)
+        .map(|r| CategoryRow {
+            category: r[0].to_string(),
+            derived_from: r[1].to_string(),
+            changed_by: r[2].to_string(),
+            can_move_to: r[3].to_string(),
+        })
+        .collect()
+}
+
+/// A "Can move to" cell: the categories it names, each with the note the seed puts after it
+/// ("active (on rejection)"), and whether it says "The previous category" ("None": nothing).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MovesTo {
+    pub to: BTreeMap<String, Option<String>>,
+    pub previous: bool,
+}
+
+/// The "Can move to" column, by category; every name it uses is one of the precedence line's.
+pub fn can_move_to() -> BTreeMap<String, MovesTo> {
+    let names = precedence();
+    category_rows()
+        .into_iter()
+        .map(|row| {
+            let mut m = MovesTo::default();
+            for entry in row.can_move_to.split(", ").map(str::trim) {
+                match entry {
+                    "None" => {}
+                    "The previous category" => m.previous = true,
+                    _ => {
+                        let (name, note) = match entry.split_once(" (") {
+                            Some((n, rest)) => (
+                                n.trim(),
+                                Some(rest.trim_end_matches(')').trim().to_string()),
+                            ),
+                            None => (entry, None),
+                        };
+                        assert!(
+                            names.iter().any(|n| n == name),
+                            "{}: {name:?} is not a category",
+                            row.category
+                        );
+                        m.to.insert(name.to_string(), note);
+                    }
+                }
+            }
+            (row.category, m)
+        })
+        .collect()
+}
+
+/// The flags the Flags paragraph names ("Flags: a, b, c.").
+pub fn flag_names() -> Vec<String> {
+    let text = section(CATEGORIES_000, "flags").join(" ");
+    let list = text
+        .strip_prefix("Flags: ")
+        .and_then(|t| t.split('.').next())
+        .expect("Flags: …");
+    list.split(", ").map(|f| f.trim().to_string()).collect()
+}
+
+/// The Flags paragraph's sentences after the list.
+pub fn flag_sentences() -> Vec<String> {
+    let text = section(CATEGORIES_000, "flags").join(" ");
+    text.split(". ")
+        .skip(1)
+        .map(|s| s.trim().trim_end_matches('.').to_string())
+        .collect()
+}
