@@ -1,8 +1,11 @@
 //! The Work service party (seed 000, "Records written by the Work service"): on each clock tick it
 //! asks the kernel what is due (`due_work`: expire, implicit accept, resume, unclaim, a gate's
-//! obsolete closings) and which claims still wait for the promise record they produced (seed 000,
-//! "Assignment": claim — "a promise record is produced"), and writes each as a record authored by
-//! `<org>/work-service`, signed with the node key, resting on its basis. The records go through
+//! obsolete closings) and writes each as a record authored by `<org>/work-service`, signed with
+//! the node key, resting on its basis. The same tick writes the records this organisation's own
+//! parties owe: a run's execution claims (as the run's executor) and the promise record a claim
+//! by one of its parties produced (seed 000, "Assignment": claim — "a promise record is
+//! produced"; the Operations table names the candidate obligor for `promise`, so the claimant
+//! authors it, not the Work service party, whose records the seed lists and closes). The records go through
 //! the same ledger path as any other: the wire record is the only thing built here, and its
 //! kernel form comes from [`crate::convert::record_from_pb`] like a submitted record's (issue
 //! 10, item 4), so the live run and a replay convert the same bytes.
@@ -107,19 +110,26 @@ fn claims_for(c: &crate::projection::CommitmentRef) -> Vec<Due> {
         .collect()
 }
 
-/// What is due for one commitment at `now`.
-fn due_for(c: &k::Commitment, promise_claim: Option<k::RecordId>, now: i64) -> Vec<Due> {
+/// The promise a claim by a party of organisation `org` produced and that is still to be
+/// written: authored by the claimant, resting on the claim (seed 000, "Assignment").
+fn promise_for(c: &k::Commitment, promise_claim: Option<k::RecordId>, org: &str) -> Option<Due> {
+    let claim = c
+        .claim
+        .as_ref()
+        .filter(|cl| Some(cl.record) == promise_claim && cl.promise.is_none())
+        .filter(|cl| cl.by.organisation == org)?;
+    Some(Due {
+        author: Some(claim.by.name.clone()),
+        commitment: c.id.clone(),
+        basis: vec![claim.record],
+        items: Vec::new(),
+        op: Op::Promise(pb::Promise {}),
+    })
+}
+
+/// What the Work service party has due for one commitment at `now`.
+fn due_for(c: &k::Commitment, now: i64) -> Vec<Due> {
     let mut out = Vec::new();
-    if let Some(claim) = promise_claim.filter(|cl| c.claim.as_ref().map(|x| x.record) == Some(*cl))
-    {
-        out.push(Due {
-            author: None,
-            commitment: c.id.clone(),
-            basis: vec![claim],
-            items: Vec::new(),
-            op: Op::Promise(pb::Promise {}),
-        });
-    }
     for a in k::due_work(c, now) {
         match wire_op(&a.op) {
             Some(op) => out.push(Due {
@@ -149,20 +159,22 @@ pub fn scan(node: &Node, now: i64) -> Vec<Due> {
     };
     // Only the commitment's home writes what its clock produces (issue 26, item 1): every other
     // holder applies the home's records as they arrive and never writes its own.
-    // The claims this organisation's runs owe are its own to write, wherever the home is.
+    // The claims this organisation's runs owe, and the promises its parties' claims produced,
+    // are its own to write, wherever the home is.
     due.iter()
         .flat_map(|c| {
             let mut d = claims_for(c);
+            d.extend(promise_for(c, c.promise_due(), node.name()));
             if c.home_org(node.name()) == node.name() {
-                d.extend(due_for(c, c.promise_due(), now));
+                d.extend(due_for(c, now));
             }
             d
         })
         .collect()
 }
 
-/// Signs `due` with the node key (as the Work service party, or the run's executor for an owed
-/// claim) and appends it; the kernel form is converted from the signed wire record.
+/// Signs `due` with the node key (as the Work service party, or the party of this organisation
+/// that owes it: a run's executor, a claimant) and appends it; the kernel form is converted from the signed wire record.
 pub async fn write(node: &Node, due: Due, now: i64) -> Result<crate::ledger::AppendResult, Error> {
     let record = pb::Record {
         author: Some(pb::PartyRef {

@@ -123,6 +123,9 @@ pub struct Report {
     pub net: net::NetStats,
     /// Records the races (issue 26) had acknowledged.
     pub race_records: usize,
+    /// By race kind (`RaceKind`'s debug name): how many races ran, and how many records they
+    /// had acknowledged.
+    pub race_records_by_kind: std::collections::BTreeMap<String, (usize, usize)>,
 }
 
 /// Runs one seed on a fresh current-thread runtime; directories are removed afterwards.

@@ -232,11 +232,14 @@ pub enum RaceKind {
     CancelVsAccept,
     /// Two organisations claim a queued request at once.
     TwoClaims,
+    /// The obligor runs the work at its own node (run start, running: its node owes and writes
+    /// the execution claims, issue 29) as the obligee releases at the home.
+    RunVsRelease,
 }
 
 impl RaceKind {
     /// Every kind.
-    pub const ALL: [RaceKind; 17] = [
+    pub const ALL: [RaceKind; 18] = [
         RaceKind::ExpireVsPromise,
         RaceKind::ImplicitAcceptVsReject,
         RaceKind::LeaseEndVsState,
@@ -254,6 +257,7 @@ impl RaceKind {
         RaceKind::ReleaseVsDecline,
         RaceKind::CancelVsAccept,
         RaceKind::TwoClaims,
+        RaceKind::RunVsRelease,
     ];
 
     /// The classes a race of this kind can stand for (a timed kind is `Deadline` or `Skew`).
@@ -265,7 +269,9 @@ impl RaceKind {
             | K::LeaseEndVsState
             | K::ReturnVsDefer
             | K::GateDeadlineVsAnswer => &[Class::Deadline, Class::Skew],
-            K::ReleaseVsDecline | K::CancelVsAccept | K::TwoClaims => &[Class::Conflict],
+            K::ReleaseVsDecline | K::CancelVsAccept | K::TwoClaims | K::RunVsRelease => {
+                &[Class::Conflict]
+            }
             _ => &[Class::Join],
         }
     }
@@ -333,6 +339,10 @@ pub enum ActOp {
     Defer(bool),
     /// `declare_obsolete`.
     DeclareObsolete,
+    /// `run_start` of the race's run (a short heartbeat interval).
+    RunStart,
+    /// `run_transition` of the race's run to running.
+    RunRunning,
 }
 
 /// One record of a move, by one organisation's party.
@@ -536,6 +546,17 @@ impl Race {
                 vec![(b, S("requested")), (c, S("requested"))],
                 vec![act(b, O::Claim), act(c, O::Claim)],
             )),
+            K::RunVsRelease => {
+                out.push(promise);
+                out.push(mv(
+                    vec![(a, S("promised")), (b, S("promised"))],
+                    vec![
+                        act(b, O::RunStart),
+                        act(b, O::RunRunning),
+                        act(a, O::Release),
+                    ],
+                ));
+            }
         }
         out
     }
@@ -700,6 +721,16 @@ impl Race {
             }),
             O::DeclareObsolete => Operation::DeclareObsolete(rec::DeclareObsolete {
                 parent_ref: format!("{}-parent", self.id),
+            }),
+            O::RunStart => Operation::RunStart(rec::RunStart {
+                run: format!("{}-run", self.id),
+                heartbeat_interval_ms: WINDOW_MS,
+                ..Default::default()
+            }),
+            O::RunRunning => Operation::RunTransition(rec::RunTransition {
+                run: format!("{}-run", self.id),
+                to: rec::RunState::Running as i32,
+                context: None,
             }),
         };
         let mut basis: Vec<Vec<u8>> = view

@@ -116,6 +116,12 @@ impl World {
             deliveries: w.net.checked(),
             net: w.net.stats(),
             race_records: w.races.iter().map(|r| r.acked.len()).sum(),
+            race_records_by_kind: w.races.iter().fold(Default::default(), |mut m, r| {
+                let e: &mut (usize, usize) = m.entry(format!("{:?}", r.kind)).or_default();
+                e.0 += 1;
+                e.1 += r.acked.len();
+                m
+            }),
         };
         w.shutdown().await;
         Ok(report)

@@ -304,8 +304,10 @@ async fn two_claims_at_once_by_globex_and_initech_on_a_queued_request() {
     assert_applied_everywhere(&nodes, c, &bobs).await;
     // Seed 000: claim moves requested to promised; a second claim finds it promised.
     assert_rejected_everywhere(&nodes, c, &carols, "invalid_state").await;
-    // The promise the claim produced is written once, by the home.
+    // The records time produces are the home's alone; the promise bob's claim produced is
+    // written once, by bob (his node, globex), and held the same at every node.
     assert_time_records_by(&nodes, c, HOME).await;
+    assert_produced_promise(&nodes, c, &bobs, "globex/bob").await;
 }
 
 // ---- records time produces, racing a party's record ----
@@ -400,8 +402,10 @@ async fn lease_ends_at_the_home_while_bob_states_on_his_clock() {
         })
         .await;
     }
-    // Nothing else in flight (the promise the claim produced has reached both).
+    // Nothing else in flight (the promise the claim produced has reached both: bob's node wrote
+    // it as bob, and the home ordered it).
     quiesce(&[&a.node, &b.node]).await;
+    assert_produced_promise(&[&a.node, &b.node], c, &claimed, "globex/bob").await;
 
     partition(&a.node, &b.node).await;
     // The lease ends on acme's clock: its Work service party returns the work to the pool.
@@ -427,6 +431,91 @@ async fn lease_ends_at_the_home_while_bob_states_on_his_clock() {
     // Seed 000: state is from promised; the unclaim took it back to requested.
     assert_rejected_everywhere(&nodes, c, &stated, "invalid_state").await;
     assert_time_records_by(&nodes, c, HOME).await;
+    // The produced promise stays the one record on the ended claim.
+    assert_produced_promise(&nodes, c, &claimed, "globex/bob").await;
+}
+
+// ---- a run at one organisation executing a commitment homed at another ----
+
+/// Issue 29; seed 000: "Execution, control and liveness come from executor or external
+/// Claims"; "active — Execution running; liveness live or not applicable". bob runs the work
+/// of a commitment homed at acme on his own node: globex's clock writes his run's execution
+/// claims (observations resting on the run records, written where the run is, not at the
+/// home), the home orders them, and both nodes show the same execution, liveness and category
+/// — then, once the declared heartbeat interval passes on both clocks with no new record, the
+/// same `stale` and `unknown`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_at_globex_claims_the_execution_of_a_commitment_homed_at_acme() {
+    let c = "run-remote";
+    let (a, b, t) = two().await;
+    let nodes = [&a.node, &b.node];
+    a.act_ok(asked(c, |_| {})).await;
+    all_in(&nodes, c, "requested").await;
+    b.act_ok(bob(c, &[], promise())).await;
+    all_in(&nodes, c, "promised").await;
+    let interval = 600_000;
+    let start = b
+        .act_ok(bob(
+            c,
+            &[],
+            Operation::RunStart(rec::RunStart {
+                run: "r1".into(),
+                heartbeat_interval_ms: interval,
+                ..Default::default()
+            }),
+        ))
+        .await;
+    let running = b
+        .act_ok(bob(
+            c,
+            &[],
+            Operation::RunTransition(rec::RunTransition {
+                run: "r1".into(),
+                to: rec::RunState::Running as i32,
+                context: None,
+            }),
+        ))
+        .await;
+    for n in nodes {
+        wait_view(n, c, "running", |v| v.execution == "running").await;
+    }
+    quiesce(&nodes).await;
+    let v = assert_same_view(&nodes, c).await;
+    assert_eq!(
+        (
+            v.execution.as_str(),
+            v.liveness.as_str(),
+            v.category.as_str()
+        ),
+        ("running", "live", "active")
+    );
+    // Each claim is bob's, rests on one of his run records, and is applied at both nodes.
+    for n in nodes {
+        let claims = history_records(n, c, "observation").await;
+        let mut rested: Vec<Vec<u8>> = Vec::new();
+        for (author, r, applied) in &claims {
+            assert_eq!(
+                (author.as_str(), *applied),
+                ("globex/bob", true),
+                "{}",
+                n.name
+            );
+            rested.extend(r.basis.iter().map(|b| b.to_vec()));
+        }
+        rested.sort();
+        let mut want = vec![start.to_vec(), running.to_vec()];
+        want.sort();
+        assert_eq!(rested, want, "{}: one claim per run record", n.name);
+    }
+    // The interval passes on both clocks with no new record: stale, unknown, at both nodes.
+    set_clocks(&[&a, &b], t + interval + 1_000);
+    quiesce(&nodes).await;
+    let v = assert_same_view(&nodes, c).await;
+    assert_eq!(
+        (v.liveness.as_str(), v.category.as_str()),
+        ("stale", "unknown"),
+        "seed 000: unknown — Liveness stale or unknown"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

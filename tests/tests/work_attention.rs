@@ -369,15 +369,14 @@ async fn accordctl(args: &[&str], conn: &[String]) -> (i32, String, String) {
     .unwrap()
 }
 
-fn promises_by_service(entries: &[work::LedgerEntry]) -> Vec<Record> {
+/// Every applied promise record, with its author's name.
+fn promises(entries: &[work::LedgerEntry]) -> Vec<(String, Record)> {
     entries
         .iter()
         .filter(|e| e.outcome.as_ref().is_some_and(|o| o.applied))
         .map(decode)
-        .filter(|r| {
-            r.author.as_ref().is_some_and(|a| a.name == "work-service")
-                && matches!(r.operation, Some(Operation::Promise(_)))
-        })
+        .filter(|r| matches!(r.operation, Some(Operation::Promise(_))))
+        .map(|r| (r.author.clone().unwrap_or_default().name, r))
         .collect()
 }
 
@@ -391,12 +390,16 @@ async fn notifications_reach_only_their_party_stream_and_survive_a_restart_and_a
     let claim_id = id_of(&accord_proto::signing::sign_record(&bob_key, &claim));
     submit(&n, &bob_key, &claim).await;
 
-    // The claim produced a promise: the Work service party writes it, resting on the claim.
-    let promise = accord_tests::eventually(WAIT, || async {
-        promises_by_service(&ledger(&n).await).into_iter().next()
+    // The claim produced a promise (seed 000, "Assignment": claim — "a promise record is
+    // produced"): written by the claimant, the candidate obligor the Operations table names for
+    // `promise`, resting on the claim — not by the Work service party, whose records the seed
+    // lists (expire, implicit accept, resume, unclaim).
+    let (author, promise) = accord_tests::eventually(WAIT, || async {
+        promises(&ledger(&n).await).into_iter().next()
     })
     .await
     .expect("the produced promise record is written");
+    assert_eq!(author, "bob");
     assert_eq!(promise.commitment_id, "c-q");
     assert_eq!(promise.basis, vec![claim_id.to_vec()]);
 
@@ -486,6 +489,6 @@ async fn notifications_reach_only_their_party_stream_and_survive_a_restart_and_a
         .into_inner();
     assert_eq!(again.items, vec![first, second]);
     declare(&n, "bob", op("bob", "c-q", &[], notice("still"))).await;
-    assert_eq!(promises_by_service(&ledger(&n).await).len(), 1);
+    assert_eq!(promises(&ledger(&n).await).len(), 1);
     d.stop().await;
 }

@@ -146,7 +146,9 @@ pub(crate) fn execute(
                 by: author.clone(),
                 record: ctx.r.id,
                 lease_until,
+                promise: None,
             });
+            next.claims.push(ctx.r.id);
             fx.push(Effect::PromiseProduced {
                 commitment: ctx.c.id.clone(),
                 claim: ctx.r.id,

@@ -75,6 +75,10 @@ pub struct Commitment {
     pub queue: Option<QueueState>,
     /// The claim, when the obligor claimed from the pool.
     pub claim: Option<ClaimState>,
+    /// Every claim record, in order: a produced promise resting on a claim that is no longer
+    /// current (unclaimed, lease ended) is refused rather than read as a new promise.
+    #[serde(default)]
+    pub claims: Vec<RecordId>,
     /// How often the commitment was forwarded.
     pub forward_count: u32,
     /// The open delegate offer (or a reassign of a held commitment).
@@ -333,6 +337,10 @@ pub struct ClaimState {
     pub record: RecordId,
     /// When the ownership lease ends, if the queue defines one.
     pub lease_until: Option<i64>,
+    /// The promise record the claim produced, once written (seed 000, "Assignment": claim — "a
+    /// promise record is produced"): one per claim.
+    #[serde(default)]
+    pub promise: Option<RecordId>,
 }
 
 /// An open delegate or assign offer.

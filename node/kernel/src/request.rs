@@ -110,6 +110,7 @@ pub(crate) fn create(
             declared_by: r.id,
         }),
         claim: None,
+        claims: Vec::new(),
         forward_count: 0,
         delegate_offer: None,
         assign_offer: None,

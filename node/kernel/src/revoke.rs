@@ -306,6 +306,7 @@ fn reopening(c: &Commitment, targets: &[String], link: &ReopenLink, now: i64) ->
         items,
         queue: None,
         claim: None,
+        claims: Vec::new(),
         forward_count: 0,
         delegate_offer: None,
         assign_offer: None,

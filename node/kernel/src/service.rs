@@ -63,26 +63,51 @@ pub struct ServiceAction {
 
 /// The promise record a claim produced (seed 000, "Assignment": claim — "requested to promised;
 /// a promise record is produced"; [`Effect::PromiseProduced`](crate::Effect::PromiseProduced)).
-/// The claim already made the commitment promised; the Work service party then writes a
-/// `promise` resting on the claim, which records the promise and changes no state. `None` when
-/// `r` is not a promise by the Work service party naming the commitment's current claim in its
-/// basis: the ordinary rules apply (and refuse it: the Work service party is no candidate).
+/// The claim already made the commitment promised; the claimant — a party of the candidate set,
+/// so a candidate obligor, whom the Operations table names for `promise` — then has its promise
+/// recorded by a `promise` resting on the claim, which changes no state. Its node writes it as
+/// the claimant. One per claim.
+///
+/// A promise by the Work service party resting on the current claim is still read (ledgers
+/// written before issue 29 hold it in that form); the node no longer writes it.
+///
+/// `Ok(None)` when `r` is not such a promise: the ordinary rules apply (and refuse a promise on a
+/// promised or closed commitment). A promise resting on a claim that is no longer current (the
+/// claimant unclaimed, or the lease ended, before its produced promise was ordered) is refused
+/// `invalid_state`: read as an ordinary promise it would make the claimant obligor again
+/// without their having promised.
 pub(crate) fn produced_promise(
     c: &Commitment,
     r: &Record,
     access: &crate::access::Access,
     now: i64,
 ) -> Result<Option<Commitment>, Rejection> {
-    if !matches!(r.op, Operation::Promise) || !is_service_party(c, access, &r.author) {
+    if !matches!(r.op, Operation::Promise) {
         return Ok(None);
     }
-    let claim = c.claim.as_ref().map(|cl| cl.record);
+    let legacy = is_service_party(c, access, &r.author);
+    let on_a_claim = r.basis.iter().any(|b| c.claims.contains(b));
     // Seed 000: "A terminal state never changes": a commitment closed before the produced
-    // promise was written (cancelled, released, …) takes no promise; the ordinary rules refuse it.
-    if c.is_closed() || !claim.is_some_and(|cl| r.basis.contains(&cl)) {
+    // promise was ordered (cancelled, released, …) takes no promise; the ordinary rules refuse.
+    if (!legacy && !on_a_claim) || c.is_closed() {
+        return Ok(None);
+    }
+    let Some(claim) = c.claim.as_ref().filter(|cl| r.basis.contains(&cl.record)) else {
+        if legacy {
+            return Ok(None);
+        }
+        return Err(Rejection::new(
+            C::InvalidState,
+            "the claim this promise rests on is no longer the commitment's claim",
+        ));
+    };
+    if claim.promise.is_some() || (!legacy && r.author != claim.by) {
         return Ok(None);
     }
     let mut next = c.clone();
+    if let Some(cl) = next.claim.as_mut() {
+        cl.promise = Some(r.id);
+    }
     next.history.push(r.id);
     next.updated_at = now;
     Ok(Some(next))

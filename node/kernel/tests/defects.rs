@@ -243,20 +243,25 @@ fn the_view_carries_lease_budget_counter_and_offers() {
 }
 
 /// The promise record a claim produced (seed 000, "Assignment": claim — "a promise record is
-/// produced"): the Work service party writes `promise` resting on the claim; it is recorded and
-/// changes no state. Without the claim in basis, or by anyone else, the ordinary rules apply.
+/// produced"): the claimant writes `promise` resting on the claim; it is recorded and changes no
+/// state. Without the claim in basis, or by anyone else, the ordinary rules apply.
 #[test]
 fn the_produced_promise_rests_on_the_claim_and_changes_nothing() {
     let (mut w, _) = world_with(pooled_request());
     let claim = w.ok(&Cast::k(), Operation::Claim);
     let before = w.c().clone();
     // Not resting on the claim, it is an ordinary promise: not allowed from promised.
+    w.err(&Cast::k(), Operation::Promise, RejectionCode::InvalidState);
     w.err(&Cast::s(), Operation::Promise, RejectionCode::InvalidState);
-    w.ok_with(&Cast::s(), Operation::Promise, &[claim], &[]);
+    let p = w.ok_with(&Cast::k(), Operation::Promise, &[claim], &[]);
     let after = w.c();
     assert_eq!(after.state(), Some(State::Promised));
     assert_eq!(after.obligor, before.obligor);
-    assert_eq!(after.claim, before.claim);
+    assert_eq!(
+        after.claim.as_ref().map(|c| (&c.by, c.record, c.promise)),
+        before.claim.as_ref().map(|c| (&c.by, c.record, Some(p))),
+        "the claim is the same, its promise recorded"
+    );
     assert_eq!(after.history.len(), before.history.len() + 1);
     assert!(w.effects.is_empty(), "{:?}", w.effects);
     // A party's own promise on a promised commitment is still invalid.

@@ -253,9 +253,13 @@ fn check_applied(
             r.author
         );
     }
-    // The seed's From and Result columns. (A promise the Work service writes for a claim is the
-    // record the claim produced: it moves nothing.)
-    let produced = matches!(r.op, Operation::Promise) && r.author == Cast::s();
+    // The seed's From and Result columns. (A promise resting on the current claim by the
+    // claimant, or by the Work service party in older ledgers, is the record the claim
+    // produced: it moves nothing.)
+    let produced = matches!(r.op, Operation::Promise)
+        && b.claim.as_ref().is_some_and(|cl| {
+            r.basis.contains(&cl.record) && (r.author == Cast::s() || r.author == cl.by)
+        });
     let Some((_, from, res)) = SEED_ROWS.iter().find(|(n, _, _)| *n == kind) else {
         return Ok(());
     };

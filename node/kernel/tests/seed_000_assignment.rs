@@ -223,14 +223,15 @@ fn check_commitment(cell: &str, before: &World, w: &mut World, id: RecordId, ctx
                 (state(before), state(w)),
                 (Some("requested"), Some("promised"))
             );
-            // The kernel produces the promise through the Work service party: the claim's
-            // PromiseProduced effect, then a promise record S writes resting on the claim.
+            // The claim's PromiseProduced effect, then the promise record the claimant (a
+            // candidate obligor: the Operations table's promise "Who") writes resting on it.
             let produced = w.effects.iter().any(|e| {
                 matches!(e, Effect::PromiseProduced { claim, obligor, .. }
                     if *claim == id && Some(obligor) == w.c().obligor.as_ref())
             });
             assert!(produced, "{ctx}: {:?}", w.effects);
-            let p = w.ok_with(&Cast::s(), Operation::Promise, &[id], &[]);
+            let claimant = w.c().obligor.clone().expect("the claimant is obligor");
+            let p = w.ok_with(&claimant, Operation::Promise, &[id], &[]);
             assert!(w.c().history.contains(&p), "{ctx}: the promise record");
             assert_eq!(state(w), Some("promised"), "{ctx}");
         }

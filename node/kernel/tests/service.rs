@@ -522,7 +522,99 @@ fn a_produced_promise_after_a_cancel_is_refused() {
     );
     assert_eq!(w.state(), Some(State::Cancelled));
     let before = w.c().clone();
-    let r = w.try_op(&Cast::s(), Operation::Promise, &[claim], &[]);
-    assert!(r.is_err(), "a promise on a cancelled commitment applied");
-    assert_eq!(w.c(), &before, "the terminal commitment changed");
+    // Written by the claimant (the form the node writes) or by the Work service party (the form
+    // ledgers before issue 29 hold).
+    for by in [Cast::k(), Cast::s()] {
+        let r = w.try_op(&by, Operation::Promise, &[claim], &[]);
+        assert!(
+            r.is_err(),
+            "{by}: a promise on a cancelled commitment applied"
+        );
+        assert_eq!(w.c(), &before, "{by}: the terminal commitment changed");
+    }
+}
+
+/// Seed 000, "Assignment": claim — "requested to promised; a promise record is produced"; the
+/// Operations table: promise — "Who: Candidate obligor". The claimant is a party of the
+/// candidate set: its promise is recorded by a `promise` it authors resting on the claim, which
+/// changes no state; one per claim, and no other party's promise stands in for it.
+#[test]
+fn the_claimant_records_the_promise_its_claim_produced() {
+    let (mut w, _) = world_with(pooled_request());
+    let claim = w.ok(&Cast::k(), Operation::Claim);
+    let before = w.c().clone();
+    // Another candidate, the obligee: the commitment is promised, so theirs is no promise.
+    for by in [Cast::c(), Cast::o()] {
+        assert!(
+            w.try_op(&by, Operation::Promise, &[claim], &[]).is_err(),
+            "{by}'s promise on the claim applied"
+        );
+        assert_eq!(w.c(), &before);
+    }
+    let p = w.ok_with(&Cast::k(), Operation::Promise, &[claim], &[]);
+    assert_eq!(w.state(), Some(State::Promised));
+    assert_eq!(w.c().obligor, Some(Cast::k()));
+    assert_eq!(w.c().history.last(), Some(&p));
+    assert_eq!(w.c().history.len(), before.history.len() + 1);
+    assert_eq!(
+        w.c().items,
+        before.items,
+        "the produced promise changes no state"
+    );
+    // Once per claim, in either form.
+    for by in [Cast::k(), Cast::s()] {
+        assert!(w.try_op(&by, Operation::Promise, &[claim], &[]).is_err());
+    }
+    assert_eq!(w.replay(), *w.c());
+}
+
+/// The claimant unclaimed before its produced promise was ordered (it may come from another
+/// organisation's node, issue 26): ordered after the unclaim it would read as a new promise and
+/// make the claimant obligor again without their having promised. It is refused.
+#[test]
+fn a_produced_promise_resting_on_an_ended_claim_is_refused() {
+    let (mut w, _) = world_with(pooled_request());
+    let claim = w.ok(&Cast::k(), Operation::Claim);
+    w.ok(
+        &Cast::k(),
+        Operation::Unclaim {
+            reason: String::new(),
+        },
+    );
+    assert_eq!(w.state(), Some(State::Requested));
+    let before = w.c().clone();
+    w.err_with(
+        &Cast::k(),
+        Operation::Promise,
+        &[claim],
+        &[],
+        RC::InvalidState,
+    );
+    assert_eq!(w.c(), &before);
+    assert_eq!(w.c().obligor, None);
+    // A new claim produces its own promise; the old claim's still does not count.
+    let again = w.ok(&Cast::k(), Operation::Claim);
+    w.err_with(
+        &Cast::k(),
+        Operation::Promise,
+        &[claim],
+        &[],
+        RC::InvalidState,
+    );
+    w.ok_with(&Cast::k(), Operation::Promise, &[again], &[]);
+}
+
+/// Ledgers written before issue 29 hold the produced promise authored by the Work service
+/// party: it is still read, once per claim.
+#[test]
+fn the_work_service_partys_produced_promise_is_still_read() {
+    let (mut w, _) = world_with(pooled_request());
+    let claim = w.ok(&Cast::k(), Operation::Claim);
+    let p = w.ok_with(&Cast::s(), Operation::Promise, &[claim], &[]);
+    assert_eq!(w.c().history.last(), Some(&p));
+    assert_eq!(w.state(), Some(State::Promised));
+    assert!(
+        w.try_op(&Cast::k(), Operation::Promise, &[claim], &[])
+            .is_err()
+    );
 }

@@ -392,7 +392,9 @@ fn fixture(state: State, key: RuleKey) -> Commitment {
             by: Cast::c(),
             record: rid(CLAIM),
             lease_until: Some(T0 + 1),
+            promise: None,
         });
+        c.claims.push(rid(CLAIM));
     }
     c.counter = Some(CounterVersion {
         record: rid(COUNTER),

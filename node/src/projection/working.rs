@@ -238,9 +238,15 @@ impl Working {
                     *n += 1;
                 }
             }
+            // The claimant's organisation writes the promise its claim produced, wherever the
+            // commitment's home is.
             k::Effect::PromiseProduced {
-                commitment, claim, ..
-            } => self.set_promise(&commitment, Some(claim)),
+                commitment,
+                claim,
+                obligor,
+                ..
+            } if obligor.organisation == self.local => self.set_promise(&commitment, Some(claim)),
+            k::Effect::PromiseProduced { .. } => {}
             k::Effect::StartReopening { commitment, .. } => self.put(*commitment),
         }
     }
@@ -492,8 +498,9 @@ impl Working {
                 } => self
                     .writes
                     .put(store::ACTED, store::acted_key(on, seq), record.id.to_vec()),
-                // The Work service party wrote the promise a claim produced.
-                k::Operation::Promise if record.author == access.service => {
+                // The promise a claim produced is in the ledger (by the claimant, or by the
+                // Work service party in ledgers from before issue 29).
+                k::Operation::Promise => {
                     let due = self.load(&record.commitment).and_then(|s| s.promise_due);
                     if due.is_some_and(|cl| record.basis.contains(&cl)) {
                         self.set_promise(&record.commitment, None);
@@ -621,7 +628,7 @@ impl Working {
                     s.promise_due.is_some() || !s.claims_due.is_empty(),
                     self.now,
                 )
-            } else if !s.claims_due.is_empty() {
+            } else if !s.claims_due.is_empty() || s.promise_due.is_some() {
                 Some(self.now)
             } else {
                 None

@@ -501,3 +501,40 @@ pub async fn assert_time_records_by(nodes: &[&TestNode], c: &str, home: &str) ->
     );
     counts
 }
+
+/// The records of `c`'s history at `n` whose operation is `op`: (author `org/name`, the record,
+/// applied).
+pub async fn history_records(n: &TestNode, c: &str, op: &str) -> Vec<(String, Record, bool)> {
+    let v = view(n, c).await.expect("commitment");
+    let mut out = Vec::new();
+    for h in v.history.iter().filter(|h| h.operation == op) {
+        let id: [u8; 32] = h.record_id.as_ref().try_into().unwrap();
+        let e = entry(n, &id).await.expect("history entry is recorded");
+        let r = Record::decode(e.record.expect("record").payload.as_ref()).unwrap();
+        let a = r.author.clone().unwrap_or_default();
+        let applied = h.outcome.as_ref().is_some_and(|o| o.applied);
+        out.push((format!("{}/{}", a.organisation, a.name), r, applied));
+    }
+    out
+}
+
+/// Asserts that at every node `c`'s history holds exactly one applied `promise` resting on the
+/// claim `claim`, authored by `by` (`org/name`): the promise record the claim produced (seed
+/// 000, "Assignment": claim — "a promise record is produced"), written by the claimant.
+pub async fn assert_produced_promise(nodes: &[&TestNode], c: &str, claim: &[u8; 32], by: &str) {
+    for n in nodes {
+        let found: Vec<(String, bool)> = history_records(n, c, "promise")
+            .await
+            .into_iter()
+            .filter(|(_, r, _)| r.basis.iter().any(|b| b.as_ref() == claim.as_slice()))
+            .map(|(a, _, applied)| (a, applied))
+            .collect();
+        assert_eq!(
+            found,
+            vec![(by.to_string(), true)],
+            "{}: the promise {} produced",
+            n.name,
+            hex::encode(claim)
+        );
+    }
+}

@@ -490,7 +490,16 @@ pub fn roles_for(n: u8, c: &Commitment, st: Option<State>) -> (Vec<Party>, Vec<R
             one(c.handover.as_ref().map(|h| h.lease)),
         ),
         54 => (with(vec![accountable], &obligor), vec![]),
-        55 => (vec![Cast::s()], one(c.claim.as_ref().map(|x| x.record))),
+        // The promise a claim produced: by the claimant (as the node writes it), or by the Work
+        // service party (as ledgers before issue 29 hold it).
+        55 => (
+            c.claim
+                .iter()
+                .map(|x| x.by.clone())
+                .chain([Cast::s()])
+                .collect(),
+            one(c.claim.as_ref().map(|x| x.record)),
+        ),
         _ => (vec![], vec![]),
     }
 }
