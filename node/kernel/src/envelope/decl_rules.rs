@@ -154,7 +154,8 @@ pub(super) fn validate_rules(participants: &[ParticipantDecl]) -> Vec<DeclIssue>
                 );
             }
         }
-        if !reachable && !(p.stage.is_empty() && p.abort_cleanup.is_empty()) {
+        let declares_rules = !p.stage.is_empty() || !p.abort_cleanup.is_empty();
+        if !reachable && declares_rules {
             err(
                 format!("{at}.stage"),
                 DECL_UNREACHABLE_ROLE,
