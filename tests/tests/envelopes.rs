@@ -26,15 +26,24 @@ fn config(text: &mut String, p: &std::path::Path) {
 /// its holder (issue 27: a participant moves a budget only with its holder's consent — the
 /// envelope's author must be the commitment's obligee or accountable party).
 async fn two_orgs() -> (TestNode, TestNode) {
+    two_orgs_with("").await
+}
+
+/// [`two_orgs`] with `extra` appended to both nodes' configs (e.g. a declared envelope type).
+pub(crate) async fn two_orgs_with(extra: &'static str) -> (TestNode, TestNode) {
+    let with = move |text: &mut String, p: &std::path::Path| {
+        config(text, p);
+        text.push_str(extra);
+    };
     let a = TestNode::builder("acme")
         .party("alice")
-        .config(config)
+        .config(with)
         .start()
         .await
         .unwrap();
     let b = TestNode::builder("globex")
         .party("bob")
-        .config(config)
+        .config(with)
         .start()
         .await
         .unwrap();
@@ -80,7 +89,7 @@ async fn budget(node: &TestNode, party: &str, c: &str, amount: u64) {
     declare(node, party, r).await;
 }
 
-fn change(kind: env::ChangeKind, account: &str, amount: u64) -> env::EnvelopeChange {
+pub(crate) fn change(kind: env::ChangeKind, account: &str, amount: u64) -> env::EnvelopeChange {
     env::EnvelopeChange {
         kind: kind as i32,
         account: account.into(),
@@ -257,14 +266,11 @@ async fn a_coordinator_killed_mid_preparing_aborts_on_timeout_after_restart() {
     )
     .await;
     let at_a = wait_phase(&a, "t-4", "ABORTED").await;
+    let src = account(&at_a, "src");
     assert_eq!(
-        account(&at_a, "src"),
-        env::Account {
-            account: "src".into(),
-            balance: 100,
-            reserved: 0,
-            pending: vec![],
-        }
+        (src.balance, src.reserved, src.pending.clone()),
+        (100, 0, vec![]),
+        "{src:?}"
     );
     b.spawn().await.unwrap();
     wait_phase(&b, "t-4", "ABORTED").await;

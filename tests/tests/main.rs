@@ -26,6 +26,7 @@ mod durability_states;
 mod ensure_deps;
 mod envelope_delegate;
 mod envelope_hostile;
+mod envelope_rules;
 mod envelopes;
 mod federation_backfill;
 mod federation_backpressure;

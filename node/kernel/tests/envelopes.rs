@@ -23,9 +23,11 @@ fn decl() -> EnvelopeType {
         stage: vec![
             StageRule::Debit {
                 field: "budget".into(),
+                reserve: None,
             },
             StageRule::Append {
                 field: "pending".into(),
+                on_commit: OnCommit::Remove,
             },
         ],
         abort_cleanup: vec![
@@ -39,6 +41,23 @@ fn decl() -> EnvelopeType {
             },
         ],
     }];
+    // The destination's credit (issue 29 item 3: every change runs its role's declared rules).
+    d.participants.push(ParticipantDecl {
+        role: "destination".into(),
+        stage: vec![
+            StageRule::Credit {
+                field: "budget".into(),
+            },
+            StageRule::Append {
+                field: "pending".into(),
+                on_commit: OnCommit::Remove,
+            },
+        ],
+        abort_cleanup: vec![CleanupRule::RemoveFromList {
+            field: "pending".into(),
+            filter: Some("dedup".into()),
+        }],
+    });
     d
 }
 
@@ -68,13 +87,7 @@ struct Env {
 
 fn book(account: &str, balance: u64) -> Book {
     let mut b = Book::default();
-    b.accounts.insert(
-        account.into(),
-        Account {
-            balance,
-            ..Account::default()
-        },
-    );
+    b.open(account, balance, &["budget"]);
     b
 }
 
@@ -699,10 +712,10 @@ fn abort_cleanup_is_idempotent_and_capped() {
         account: "c-src".into(),
         amount: 60,
     }];
-    assert_eq!(b.prepare("e-1", &debit), Vote::Ack);
-    assert_eq!(b.accounts["c-src"].reserved, 60);
+    assert_eq!(b.prepare("e-1", &decl(), &debit), Vote::Ack);
+    assert_eq!(b.accounts["c-src"].counter("reserved"), 60);
     assert_eq!(
-        b.prepare("e-2", &debit),
+        b.prepare("e-2", &decl(), &debit),
         Vote::Nack,
         "only 40 left to reserve"
     );
@@ -710,14 +723,9 @@ fn abort_cleanup_is_idempotent_and_capped() {
     let once = b.clone();
     b.abort("e-1").unwrap();
     assert_eq!(b, once, "cleanup twice = cleanup once");
-    assert_eq!(
-        b.accounts["c-src"],
-        Account {
-            balance: 100,
-            reserved: 0,
-            pending: vec![]
-        }
-    );
+    let src = &b.accounts["c-src"];
+    assert_eq!((src.counter("budget"), src.counter("reserved")), (100, 0));
+    assert!(src.list("pending").is_empty());
     assert_eq!(b.aborted, vec!["e-1".to_string()]);
     // A commit after the abort is refused; a late prepare stages nothing.
     assert_eq!(
@@ -725,14 +733,14 @@ fn abort_cleanup_is_idempotent_and_capped() {
         RejectionCode::TerminalState
     );
     assert_eq!(
-        b.prepare("e-1", &debit),
+        b.prepare("e-1", &decl(), &debit),
         Vote::Ack,
         "the answer given stays the answer"
     );
     let mut late = book("c-src", 100);
     late.abort("e-9").unwrap();
-    assert_eq!(late.prepare("e-9", &debit), Vote::Nack);
-    assert_eq!(late.accounts["c-src"].reserved, 0);
+    assert_eq!(late.prepare("e-9", &decl(), &debit), Vote::Nack);
+    assert_eq!(late.accounts["c-src"].counter("reserved"), 0);
     // No commit before the participant's own ACK.
     let mut c = book("c-src", 100);
     assert_eq!(
@@ -742,6 +750,7 @@ fn abort_cleanup_is_idempotent_and_capped() {
     assert_eq!(
         c.prepare(
             "e-1",
+            &decl(),
             &[Change::Debit {
                 account: "c-src".into(),
                 amount: 500
@@ -753,7 +762,7 @@ fn abort_cleanup_is_idempotent_and_capped() {
         c.commit("e-1").unwrap_err().code,
         RejectionCode::NotPrepared
     );
-    assert_eq!(c.accounts["c-src"].balance, 100);
+    assert_eq!(c.accounts["c-src"].counter("budget"), 100);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -847,7 +856,7 @@ impl Sim {
         let book = self.w.books.get_mut(who).unwrap();
         match &op.step {
             EnvelopeStep::Prepare => {
-                let vote = book.prepare(&env.id, env.changes_of(who));
+                let vote = book.prepare(&env.id, &decl(), env.changes_of(who));
                 let v = self.w.rec(
                     &party_of(who),
                     "",
@@ -898,7 +907,7 @@ proptest! {
         acts in proptest::collection::vec(act(), 0..60),
     ) {
         let mut sim = Sim { w: Env::new(balance), inflight: Vec::new(), delivered: Vec::new(), owed: Vec::new() };
-        let before: u64 = sim.w.books.values().map(Book::total).sum();
+        let before: u64 = sim.w.books.values().map(|b| b.total("budget")).sum();
         sim.w.start(amount);
         sim.owed.append(&mut sim.w.effects);
         for a in acts {
@@ -933,13 +942,13 @@ proptest! {
         for (who, b) in &sim.w.books {
             prop_assert_eq!(b.outcomes.get("e-1"), Some(&phase), "{} disagrees", who);
             for acc in b.accounts.values() {
-                prop_assert_eq!(acc.reserved, 0);
-                prop_assert!(acc.pending.is_empty());
+                prop_assert_eq!(acc.counter("reserved"), 0);
+                prop_assert!(acc.list("pending").is_empty());
             }
         }
-        let after: u64 = sim.w.books.values().map(Book::total).sum();
+        let after: u64 = sim.w.books.values().map(|b| b.total("budget")).sum();
         prop_assert_eq!(before, after, "budget created or lost");
-        let src = sim.w.books[SRC].accounts["c-src"].balance;
+        let src = sim.w.books[SRC].accounts["c-src"].counter("budget");
         if phase == Phase::Committed {
             prop_assert!(balance >= amount);
             prop_assert_eq!(src, balance - amount);

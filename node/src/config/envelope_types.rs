@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 
 /// The built-in atomic budget transfer (`budget_transfer`): every participant debits or
 /// credits budget accounts (commitment ids) at its node; all apply or none does.
-/// Seed 003's declaration of the transfer, in the config's TOML shape.
+/// Seed 003's declaration of the transfer, in the config's TOML shape; its rules run like any
+/// declared type's (issue 29 item 3): the source's debit reserves on `reserved`, both roles
+/// mark the account `pending` until the outcome, the cleanup reverts both.
 const BUDGET_TRANSFER_DECL: &str = r#"
 name = "budget_transfer"
 lifecycle = { prepare_event = "TRANSFER_PREPARED", prepared_event = "TRANSFER_PREPARE_CONFIRMED", commit_event = "TRANSFER_COMMITTED", abort_event = "TRANSFER_ABORTED" }
@@ -31,12 +33,12 @@ payload = { tick_id = "string", instant_time = "integer" }
 
 [[participants]]
 role = "source"
-stage = [{ op = "debit", field = "budget" }, { op = "append", field = "pending" }]
+stage = [{ op = "debit", field = "budget" }, { op = "append", field = "pending", on_commit = "remove" }]
 abort_cleanup = [{ op = "subtract", field = "reserved", cap = { min = 0 } }, { op = "remove_from_list", field = "pending", filter = "dedup" }]
 
 [[participants]]
 role = "destination"
-stage = [{ op = "credit", field = "budget" }, { op = "append", field = "pending" }]
+stage = [{ op = "credit", field = "budget" }, { op = "append", field = "pending", on_commit = "remove" }]
 abort_cleanup = [{ op = "remove_from_list", field = "pending", filter = "dedup" }]
 "#;
 
@@ -213,6 +215,21 @@ mod tests {
         assert!(warnings(&config("")).is_empty());
         let e = validate(&config("[envelopes]\ntick_interval_seconds = 0\n")).unwrap_err();
         assert_eq!(e.field, "envelopes.tick_interval_seconds");
+    }
+
+    /// Issue 29 item 3: a declared type's rules are validated before bind; a cleanup that
+    /// reverts no stage rule is refused with its field and code.
+    #[test]
+    fn a_declared_types_rules_are_validated_with_their_field() {
+        let body = BUDGET_TRANSFER_DECL
+            .replace("name = \"budget_transfer\"", "name = \"mine\"")
+            .replace("field = \"reserved\"", "field = \"held\"")
+            .replace("[events.", "[envelope_types.events.")
+            .replace("[[participants]]", "[[envelope_types.participants]]");
+        let c = config(&format!("[[envelope_types]]{body}\n"));
+        let e = validate(&c).unwrap_err();
+        assert_eq!(e.field, "envelope_types[0].participants[0].stage[0]");
+        assert!(e.reason.starts_with(ke::DECL_STAGE_NOT_REVERTED), "{e}");
     }
 
     #[test]

@@ -13,12 +13,13 @@
 //!   coordinator's records (prepare → PREPARING, prepared → COMMITTING, commit → COMMITTED,
 //!   abort → ABORTED); it never decides. The coordinator may be a participant too.
 //!
-//! In both roles this organisation's part is its [`ke::Book`]: prepare stages (a debit
-//! reserves) and decides the vote the driver then records; commit applies only after this
+//! In both roles this organisation's part is its [`ke::Book`]: prepare stages what this node's
+//! declaration of the envelope's type says (`stage` rules, run by the kernel's interpreter
+//! `ke::rules`; issue 29 item 3) and decides the vote the driver then records; commit applies only after this
 //! node's own ACK record is in its ledger (`not_prepared` otherwise); abort runs the
 //! idempotent cleanup and lists the envelope once for audit ([`ke::Book::aborted`]).
-//! A budget account is a commitment id; it opens with the commitment's `terms.budget.amount`
-//! the first time an envelope touches it here.
+//! An account is a commitment id; each counter a debit or credit rule of the type names opens
+//! with the commitment's `terms.budget.amount` the first time an envelope touches it here.
 
 mod follow;
 mod owed;
@@ -256,27 +257,37 @@ impl Envelopes {
             ke::EnvelopeStep::Prepare => {
                 self.stage_records(env, access);
                 let changes = env.changes_of(&self.org).to_vec();
+                // Issue 29 item 3: the changes run this node's own declaration of the type's
+                // rules (seed 003: "Each participant executes its abort_cleanup rules"); a type
+                // it does not declare cannot be staged here.
+                let Some(ty) = self.types.get(&env.envelope_type).cloned() else {
+                    self.book.refuse(
+                        id,
+                        format!(
+                            "unknown_envelope_type: {:?} is not declared here",
+                            env.envelope_type
+                        ),
+                    );
+                    return Ok(());
+                };
                 // Consent (issue 27): every budget change is on a commitment known here whose
                 // holder (or accountable party) is the envelope's author; else nothing is
-                // staged and the answer is the one NACK for "not known or not allowed".
+                // staged and the answer is the one NACK for "not known or not allowed". Each
+                // counter the debit or credit rules of the change's role name opens at the
+                // commitment's budget.
                 let mut consented = true;
                 for c in changes.iter().filter(|c| c.is_budget()) {
                     let a = c.account();
                     match budget(a, &env.coordinator) {
                         Some(balance) => {
                             self.book
-                                .accounts
-                                .entry(a.to_string())
-                                .or_insert(ke::Account {
-                                    balance,
-                                    ..Default::default()
-                                });
+                                .open(a, balance, &ke::rules::quantity_fields(&ty, c))
                         }
                         None => consented = false,
                     }
                 }
                 if consented {
-                    self.book.prepare(id, &changes);
+                    self.book.prepare(id, &ty, &changes);
                 } else if self.book.decline(id) == ke::Vote::Nack {
                     self.declined.insert(id.clone());
                 }
@@ -462,6 +473,7 @@ impl Envelopes {
             copy(&self.book.staged, &mut published.book.staged, &id);
             copy(&self.book.votes, &mut published.book.votes, &id);
             copy(&self.book.outcomes, &mut published.book.outcomes, &id);
+            copy(&self.book.reasons, &mut published.book.reasons, &id);
             copy(&self.voted, &mut published.voted, &id);
             copy_set(&self.lapsed, &mut published.lapsed, &id);
             copy_set(&self.declined, &mut published.declined, &id);

@@ -74,11 +74,18 @@ pub fn owed(envs: &Envelopes, validate: Validate<'_>) -> Vec<Owed> {
                 ke::Vote::Nack if envs.declined(&env.id) => {
                     (ke::Vote::Nack, super::NACK_NOT_FOUND.to_string())
                 }
-                // The author may change every account: it may read them, so the reason is told.
+                // The author may change every account: it may read them, so the reason is told
+                // (the book's: `insufficient_budget`, `no_rule`, `unknown_envelope_type`).
                 ke::Vote::Nack => (
                     ke::Vote::Nack,
-                    "insufficient_budget: a debit exceeds what the account has available"
-                        .to_string(),
+                    envs.book()
+                        .reasons
+                        .get(&env.id)
+                        .cloned()
+                        .unwrap_or_else(|| {
+                            "insufficient_budget: a debit exceeds what the account has available"
+                                .to_string()
+                        }),
                 ),
                 ke::Vote::Ack if super::records(env).next().is_some() => match validate(env) {
                     Ok(()) => (ke::Vote::Ack, String::new()),

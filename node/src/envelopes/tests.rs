@@ -91,18 +91,29 @@ impl Node {
         self.envs.get(id).map(|e| e.phase)
     }
 
-    /// An account as the book holds it, or as it opens (untouched by any envelope here).
-    fn account(&self, a: &str) -> ke::Account {
-        self.envs
-            .book
-            .accounts
-            .get(a)
-            .cloned()
-            .unwrap_or(ke::Account {
+    /// An account as the book holds it (the built-in transfer's fields), or as it opens
+    /// (untouched by any envelope here).
+    fn account(&self, a: &str) -> Acc {
+        match self.envs.book.accounts.get(a) {
+            Some(acc) => Acc {
+                balance: acc.counter("budget"),
+                reserved: acc.counter("reserved"),
+                pending: acc.list("pending").to_vec(),
+            },
+            None => Acc {
                 balance: budget(self.org)(a, &party(A, "alice")).unwrap_or_default(),
                 ..Default::default()
-            })
+            },
+        }
     }
+}
+
+/// A `budget_transfer` account: the counters and list its declared rules name.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Acc {
+    balance: u64,
+    reserved: u64,
+    pending: Vec<String>,
 }
 
 struct Sim {
@@ -439,7 +450,7 @@ fn a_coordinator_restarted_mid_preparing_aborts_on_timeout() {
     assert_eq!(s.nodes[0].phase("e-1"), Some(Phase::Aborted));
     assert_eq!(
         s.nodes[0].account("src"),
-        ke::Account {
+        Acc {
             balance: 100,
             ..Default::default()
         }

@@ -67,9 +67,18 @@ pub fn view(envs: &Envelopes, env: &ke::Envelope) -> pb::Envelope {
         .filter_map(|c| {
             book.accounts.get(c.account()).map(|a| pb::Account {
                 account: c.account().to_string(),
-                balance: a.balance,
-                reserved: a.reserved,
-                pending: a.pending.clone(),
+                balance: a.counter("budget"),
+                reserved: a.counter(ke::DEFAULT_RESERVE),
+                pending: a.list("pending").to_vec(),
+                counters: a.counters.clone().into_iter().collect(),
+                lists: a
+                    .lists
+                    .iter()
+                    .map(|(field, items)| pb::AccountList {
+                        field: field.clone(),
+                        items: items.clone(),
+                    })
+                    .collect(),
             })
         })
         .collect();

@@ -102,37 +102,112 @@ pub struct ParticipantDecl {
     pub abort_cleanup: Vec<CleanupRule>,
 }
 
-/// A staged change rule.
+/// A staged change rule: what a participant of the role stages on prepare for each change the
+/// rule's op takes, applies on commit, and what its abort cleanup must revert (the rule
+/// language: ARCHITECTURE.md, "Envelope rules"; README, "Envelope types").
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum StageRule {
-    /// Reserve an amount of a balance field (applied as a debit on commit).
+    /// A debit change's amount is reserved on counter `reserve` (default `reserved`) of its
+    /// account, if counter `field` minus `reserve` covers it (else NACK); commit takes it from
+    /// `field` and from `reserve`; abort cleanup must `subtract` `reserve`.
     Debit {
-        /// The field.
+        /// The counter debited.
         field: String,
+        /// The counter holding the reservation until the outcome (default `reserved`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reserve: Option<String>,
     },
-    /// Note an incoming amount (applied as a credit on commit).
+    /// A credit change's amount is noted; commit adds it to counter `field`. Nothing is
+    /// changed before commit, so there is nothing to revert.
     Credit {
-        /// The field.
+        /// The counter credited.
         field: String,
     },
-    /// Append the envelope id to a list field.
+    /// The envelope id is appended to list `field` of each account the role's changes touch;
+    /// on commit it stays (`on_commit = "keep"`, the default) or goes (`"remove"`, a mark of
+    /// work in flight); abort cleanup must `remove_from_list` it.
     Append {
-        /// The field.
+        /// The list.
         field: String,
+        /// What commit does with the appended id.
+        #[serde(default)]
+        on_commit: OnCommit,
     },
     /// Hold the commitment a staged record is about: this organisation's parties write no
-    /// other record on it until the envelope ends here.
+    /// other record on it until the envelope ends here. Run by the node's record staging; the
+    /// hold is an entry of the node's `holds` list, reverted by `remove_from_list holds`.
     Hold {
         /// The field.
         field: String,
     },
     /// Validate the participant's pre-signed record against its state (prepare) and write it
-    /// to its ledger (commit).
+    /// to its ledger (commit). Run by the node's record staging; nothing to revert (the record
+    /// is dropped).
     Submit {
         /// The field.
         field: String,
     },
+}
+
+/// What commit does with an id a stage rule appended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnCommit {
+    /// The id stays in the list (a reservation made).
+    #[default]
+    Keep,
+    /// The id is removed (a pending mark).
+    Remove,
+}
+
+/// The counter a debit reserves on when its `reserve` is not declared.
+pub const DEFAULT_RESERVE: &str = "reserved";
+
+/// The node's list of commitments held by staged records (what `hold` stages into).
+pub const HOLDS_LIST: &str = "holds";
+
+impl StageRule {
+    /// The field the rule names.
+    pub fn field(&self) -> &str {
+        match self {
+            StageRule::Debit { field, .. }
+            | StageRule::Credit { field }
+            | StageRule::Append { field, .. }
+            | StageRule::Hold { field }
+            | StageRule::Submit { field } => field,
+        }
+    }
+
+    /// The op's wire name.
+    pub fn op(&self) -> &'static str {
+        match self {
+            StageRule::Debit { .. } => "debit",
+            StageRule::Credit { .. } => "credit",
+            StageRule::Append { .. } => "append",
+            StageRule::Hold { .. } => "hold",
+            StageRule::Submit { .. } => "submit",
+        }
+    }
+
+    /// A debit's reservation counter.
+    pub fn reserve(&self) -> Option<&str> {
+        match self {
+            StageRule::Debit { reserve, .. } => Some(reserve.as_deref().unwrap_or(DEFAULT_RESERVE)),
+            _ => None,
+        }
+    }
+}
+
+impl CleanupRule {
+    /// The field the rule names.
+    pub fn field(&self) -> &str {
+        match self {
+            CleanupRule::Subtract { field, .. } | CleanupRule::RemoveFromList { field, .. } => {
+                field
+            }
+        }
+    }
 }
 
 /// An abort cleanup rule.
@@ -198,6 +273,19 @@ pub const DECL_DUPLICATE_EVENT: &str = "duplicate_event";
 pub const DECL_INVALID_TIMEOUT: &str = "invalid_timeout";
 /// An abort cleanup rule that would not be idempotent.
 pub const DECL_CLEANUP_NOT_IDEMPOTENT: &str = "cleanup_not_idempotent";
+/// Two roles share a name.
+pub const DECL_DUPLICATE_ROLE: &str = "duplicate_role";
+/// A field used as a counter by one rule and as a list by another.
+pub const DECL_FIELD_KIND_CONFLICT: &str = "field_kind_conflict";
+/// An abort cleanup rule that reverts no stage rule of its role.
+pub const DECL_CLEANUP_REVERTS_NOTHING: &str = "cleanup_reverts_nothing";
+/// A stage rule whose staged state no abort cleanup rule of its role reverts.
+pub const DECL_STAGE_NOT_REVERTED: &str = "stage_not_reverted";
+/// A change kind (debit or credit) more than one rule of the type takes, so a change's role
+/// would be ambiguous.
+pub const DECL_AMBIGUOUS_ROLE: &str = "ambiguous_role";
+/// A role no change reaches: it has rules but no debit, credit, hold or submit.
+pub const DECL_UNREACHABLE_ROLE: &str = "unreachable_role";
 /// The tick interval is not shorter than the timeout (warning).
 pub const DECL_TICK_NOT_SHORTER: &str = "tick_not_shorter_than_timeout";
 
@@ -313,28 +401,7 @@ impl EnvelopeType {
                 }
             }
         }
-        for (i, p) in self.participants.iter().enumerate() {
-            for (j, rule) in p.abort_cleanup.iter().enumerate() {
-                let field = format!("participants[{i}].abort_cleanup[{j}]");
-                match rule {
-                    CleanupRule::Subtract { cap, .. } if cap.is_none_or(|c| c.min != 0) => err(
-                        format!("{field}.cap"),
-                        DECL_CLEANUP_NOT_IDEMPOTENT,
-                        "a subtraction in abort cleanup needs cap = { min = 0 }".into(),
-                    ),
-                    CleanupRule::RemoveFromList { filter, .. }
-                        if filter.as_deref() != Some("dedup") =>
-                    {
-                        err(
-                            format!("{field}.filter"),
-                            DECL_CLEANUP_NOT_IDEMPOTENT,
-                            "a list reversal in abort cleanup needs filter = \"dedup\"".into(),
-                        )
-                    }
-                    _ => {}
-                }
-            }
-        }
+        out.extend(super::decl_rules::validate_rules(&self.participants));
         if let Some(every) = tick_interval_seconds
             && every >= self.timeout.abort_after_seconds
             && self.timeout.abort_after_seconds > 0

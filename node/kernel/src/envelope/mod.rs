@@ -17,30 +17,37 @@
 //! * Coordinator: [`apply_envelope`]`(state, types, record, access, now)` and, for each open
 //!   envelope on each tick, [`apply_tick`]; act on the [`EnvelopeEffect::Emit`]s (write the next
 //!   lifecycle record with the given basis and deliver it).
-//! * Participant: a [`Book`] per participant: [`Book::prepare`] answers ACK/NACK,
-//!   [`Book::commit`] applies (only after its own ACK), [`Book::abort`] runs the idempotent
-//!   cleanup.
+//! * Participant: a [`Book`] per participant: [`Book::prepare`] stages the changes as the
+//!   type's declared `stage` rules say and answers ACK/NACK, [`Book::commit`] applies (only
+//!   after its own ACK), [`Book::abort`] runs the declared `abort_cleanup` rules, idempotently
+//!   ([`rules`] is the interpreter).
 //!
 //! The transitions are the one table [`ENVELOPE_TRANSITIONS`] (written out in [`table`] and
 //! ARCHITECTURE.md).
 
 mod decl;
+mod decl_rules;
 mod machine;
 mod participant;
 mod record;
+pub mod rules;
 mod state;
 pub mod table;
 
 pub use decl::{
-    Cap, CleanupRule, DECL_CLEANUP_NOT_IDEMPOTENT, DECL_DUPLICATE_EVENT, DECL_INVALID_TIMEOUT,
-    DECL_MISSING_FIELD, DECL_TICK_NOT_SHORTER, DECL_UNDECLARED_EVENT, DeclIssue, ENVELOPE_STATE,
-    EnvelopeType, EventDecl, LifecycleEvents, ParticipantDecl, Severity, StageRule, Timeout,
+    Cap, CleanupRule, DECL_AMBIGUOUS_ROLE, DECL_CLEANUP_NOT_IDEMPOTENT,
+    DECL_CLEANUP_REVERTS_NOTHING, DECL_DUPLICATE_EVENT, DECL_DUPLICATE_ROLE,
+    DECL_FIELD_KIND_CONFLICT, DECL_INVALID_TIMEOUT, DECL_MISSING_FIELD, DECL_STAGE_NOT_REVERTED,
+    DECL_TICK_NOT_SHORTER, DECL_UNDECLARED_EVENT, DECL_UNREACHABLE_ROLE, DEFAULT_RESERVE,
+    DeclIssue, ENVELOPE_STATE, EnvelopeType, EventDecl, HOLDS_LIST, LifecycleEvents, OnCommit,
+    ParticipantDecl, Severity, StageRule, Timeout,
 };
 pub use machine::{apply_envelope, apply_tick, own_ack};
-pub use participant::{Account, Book, may_move_budget, reverse_list, subtract_capped};
+pub use participant::{Book, may_move_budget};
 pub use record::{
     AbortCause, Change, EnvelopeOperation, EnvelopeStart, EnvelopeStep, ParticipantChanges, Tick,
     Vote,
 };
+pub use rules::{Account, Staged, StagedOp, reverse_list, subtract_capped};
 pub use state::{Envelope, EnvelopeApplied, EnvelopeEffect, LogEntry, StartEntry};
 pub use table::{ENVELOPE_TRANSITIONS, EnvelopeRow, EventKind, Guard, Lifecycle, Phase};

@@ -1,42 +1,27 @@
 //! A participant's side of an envelope (seed 003, "What happens on abort"; issue 13 items 3 and
-//! 5): stage on prepare and answer, apply on commit — never before its own ACK — and run the
-//! abort cleanup, idempotently.
+//! 5; issue 29 item 3): stage on prepare and answer, apply on commit — never before its own
+//! ACK — and run the abort cleanup, idempotently.
 //!
-//! The budget accounts of one participant are a [`Book`]. Staging a debit reserves the amount
-//! and marks the account with the envelope; staging a credit marks it only. Commit applies the
-//! staged changes; abort runs the declared cleanup: the reservation is subtracted with a cap at
-//! zero ([`subtract_capped`]) and the envelope's marks are removed with duplicates filtered out
-//! ([`reverse_list`]). Each envelope's staged entry is consumed by whichever of commit or abort
-//! comes first, and the outcome is remembered, so a second delivery of either (after a crash
-//! and replay) leaves the same book as one, and a prepare arriving after the outcome stages
-//! nothing.
+//! The accounts of one participant are a [`Book`]. What prepare stages, commit applies and
+//! abort reverts is what the envelope type's declared rules say, run by the interpreter in
+//! `rules.rs` (the built-in `budget_transfer` is one such declaration: a debit reserves the
+//! amount, a credit is noted, both mark the account `pending`; the cleanup subtracts the
+//! reservation with a cap at zero and removes the marks with duplicates filtered out). Each
+//! envelope's staged entry is consumed by whichever of commit or abort comes first, and the
+//! outcome is remembered, so a second delivery of either (after a crash and replay) leaves the
+//! same book as one, and a prepare arriving after the outcome stages nothing.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::decl::EnvelopeType;
 use super::record::{Change, Vote};
+use super::rules::{self, Account, Staged};
 use super::table::Phase;
 use crate::commitment::Commitment;
 use crate::record::Party;
 use crate::rejection::{Rejection, RejectionCode as C, reject};
-
-/// A balance subtraction as the seed asks of abort cleanup: `cap: { min: 0 }`.
-pub fn subtract_capped(balance: u64, amount: u64) -> u64 {
-    balance.saturating_sub(amount)
-}
-
-/// A list reversal as the seed asks of abort cleanup: remove `values`, then filter out
-/// duplicates (keeping the first of each), so running it again changes nothing.
-pub fn reverse_list(list: &[String], values: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(list.len());
-    for v in list {
-        if !values.contains(v) && !out.contains(v) {
-            out.push(v.clone());
-        }
-    }
-    out
-}
 
 /// Whether `author` consents, by the envelope it started, to moving the budget of commitment
 /// `c` (issue 27): the account holder — the obligee, whose request set the budget — or the
@@ -47,31 +32,13 @@ pub fn may_move_budget(c: &Commitment, author: &Party) -> bool {
     c.obligee == *author || c.accountable.as_ref() == Some(author)
 }
 
-/// One budget account at a participant.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Account {
-    /// The balance.
-    pub balance: u64,
-    /// Reserved by staged debits (not spendable).
-    pub reserved: u64,
-    /// Envelopes with a staged change on this account.
-    pub pending: Vec<String>,
-}
-
-impl Account {
-    /// What can still be reserved.
-    pub fn available(&self) -> u64 {
-        self.balance.saturating_sub(self.reserved)
-    }
-}
-
 /// A participant's accounts and its envelopes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Book {
     /// The accounts, by name (e.g. a commitment id).
     pub accounts: BTreeMap<String, Account>,
-    /// Staged changes by envelope, with the answer given.
-    pub staged: BTreeMap<String, Vec<Change>>,
+    /// What each envelope staged here, until its outcome.
+    pub staged: BTreeMap<String, Staged>,
     /// Each envelope's answer, once given.
     pub votes: BTreeMap<String, Vote>,
     /// Each envelope's outcome here, once known (COMMITTED or ABORTED).
@@ -79,54 +46,54 @@ pub struct Book {
     /// Aborted envelopes, each once (the audit projection of seed 003: "A projection update
     /// records the aborted transfer for audit").
     pub aborted: Vec<String>,
+    /// Why each NACK this book gave was given (`insufficient_budget: …`, `no_rule: …`).
+    pub reasons: BTreeMap<String, String>,
 }
 
 impl Book {
-    /// The sum of the balances (conservation checks).
-    pub fn total(&self) -> u64 {
-        self.accounts.values().map(|a| a.balance).sum()
+    /// The sum of counter `field` over the accounts (conservation checks).
+    pub fn total(&self, field: &str) -> u64 {
+        self.accounts.values().map(|a| a.counter(field)).sum()
     }
 
-    /// prepare: stage `changes` for `envelope` and answer. A repeat returns the first answer;
-    /// an envelope whose outcome is known is answered NACK and nothing is staged. NACK when an
-    /// account is unknown or a debit exceeds what is available.
-    pub fn prepare(&mut self, envelope: &str, changes: &[Change]) -> Vote {
-        // Record changes are not the book's: the node validates them against its commitments.
-        let changes: Vec<Change> = changes.iter().filter(|c| c.is_budget()).cloned().collect();
-        let changes = changes.as_slice();
+    /// Opens `account` (if new) and every counter in `fields` it lacks at `opening` — the
+    /// amount an account opens with (at the node, the commitment's budget).
+    pub fn open(&mut self, account: &str, opening: u64, fields: &[&str]) {
+        let acc = self.accounts.entry(account.to_string()).or_default();
+        for f in fields {
+            acc.counters.entry((*f).to_string()).or_insert(opening);
+        }
+    }
+
+    /// prepare: stage `changes` for `envelope` as `ty`'s rules declare, and answer. A repeat
+    /// returns the first answer; an envelope whose outcome is known is answered NACK and
+    /// nothing is staged. NACK (with its reason in [`Book::reasons`]) when a change has no
+    /// role in the type, an account is not open, or a debit exceeds what is available.
+    pub fn prepare(&mut self, envelope: &str, ty: &EnvelopeType, changes: &[Change]) -> Vote {
         if let Some(v) = self.votes.get(envelope) {
             return *v;
         }
         if self.outcomes.contains_key(envelope) {
             return Vote::Nack;
         }
-        let mut need: BTreeMap<&str, u64> = BTreeMap::new();
-        for c in changes {
-            let Some(_) = self.accounts.get(c.account()) else {
-                return self.answer(envelope, Vote::Nack);
-            };
-            if let Change::Debit { account, amount } = c {
-                let n = need.entry(account).or_default();
-                *n = n.saturating_add(*amount);
-            }
-        }
-        if need
-            .iter()
-            .any(|(a, n)| self.accounts.get(*a).is_none_or(|acc| acc.available() < *n))
+        let staged = match rules::plan(ty, changes)
+            .and_then(|s| rules::stage(&mut self.accounts, &s, envelope).map(|()| s))
         {
-            return self.answer(envelope, Vote::Nack);
-        }
-        for c in changes {
-            let Some(acc) = self.accounts.get_mut(c.account()) else {
-                continue;
-            };
-            if let Change::Debit { amount, .. } = c {
-                acc.reserved = acc.reserved.saturating_add(*amount);
-            }
-            acc.pending.push(envelope.to_string());
-        }
-        self.staged.insert(envelope.to_string(), changes.to_vec());
+            Ok(s) => s,
+            Err(reason) => return self.refuse(envelope, reason),
+        };
+        self.staged.insert(envelope.to_string(), staged);
         self.answer(envelope, Vote::Ack)
+    }
+
+    /// Declines `envelope` for `reason` without staging anything: NACK, unless the envelope
+    /// was answered already (the first answer stands).
+    pub fn refuse(&mut self, envelope: &str, reason: String) -> Vote {
+        if let Some(v) = self.votes.get(envelope) {
+            return *v;
+        }
+        self.reasons.insert(envelope.to_string(), reason);
+        self.answer(envelope, Vote::Nack)
     }
 
     /// Declines `envelope` without staging anything (the node found a change it may not
@@ -160,24 +127,8 @@ impl Book {
                 format!("no ACK of this participant is recorded for {envelope:?}"),
             );
         }
-        let changes = self.staged.remove(envelope).unwrap_or_default();
-        let id = [envelope.to_string()];
-        for c in changes.iter().filter(|c| c.is_budget()) {
-            let Some(acc) = self.accounts.get_mut(c.account()) else {
-                continue;
-            };
-            match c {
-                Change::Debit { amount, .. } => {
-                    acc.balance = acc.balance.saturating_sub(*amount);
-                    acc.reserved = subtract_capped(acc.reserved, *amount);
-                }
-                Change::Credit { amount, .. } => {
-                    acc.balance = acc.balance.saturating_add(*amount);
-                }
-                Change::Record { .. } => {}
-            }
-            acc.pending = reverse_list(&acc.pending, &id);
-        }
+        let staged = self.staged.remove(envelope).unwrap_or_default();
+        rules::commit(&mut self.accounts, &staged, envelope);
         self.outcomes.insert(envelope.to_string(), Phase::Committed);
         Ok(())
     }
@@ -188,17 +139,8 @@ impl Book {
         if self.outcomes.get(envelope) == Some(&Phase::Committed) {
             return reject(C::TerminalState, format!("{envelope:?} is COMMITTED here"));
         }
-        let changes = self.staged.remove(envelope).unwrap_or_default();
-        let id = [envelope.to_string()];
-        for c in changes.iter().filter(|c| c.is_budget()) {
-            let Some(acc) = self.accounts.get_mut(c.account()) else {
-                continue;
-            };
-            if let Change::Debit { amount, .. } = c {
-                acc.reserved = subtract_capped(acc.reserved, *amount);
-            }
-            acc.pending = reverse_list(&acc.pending, &id);
-        }
+        let staged = self.staged.remove(envelope).unwrap_or_default();
+        rules::cleanup(&mut self.accounts, &staged, envelope);
         self.outcomes.insert(envelope.to_string(), Phase::Aborted);
         if !self.aborted.iter().any(|a| a == envelope) {
             self.aborted.push(envelope.to_string());
