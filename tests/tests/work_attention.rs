@@ -167,7 +167,16 @@ async fn an_offer_expires_when_the_driven_clock_passes_its_validity_and_the_watc
     assert_eq!(changed.state, "expired");
     assert_eq!(changed.category, "closed");
 
-    let entries = ledger(&n).await;
+    // The watch may report the change before the ledger listing includes the record that made
+    // it (the listing follows the published watermark); wait for the expire to be listed.
+    let entries = accord_tests::eventually(WAIT, || async {
+        let e = ledger(&n).await;
+        e.last()
+            .is_some_and(|l| matches!(decode(l).operation, Some(Operation::Expire(_))))
+            .then_some(e)
+    })
+    .await
+    .expect("the expire is listed in the ledger");
     let last = decode(entries.last().unwrap());
     assert_eq!(last.author.unwrap().name, "work-service");
     assert!(matches!(last.operation, Some(Operation::Expire(_))));
