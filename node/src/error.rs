@@ -49,7 +49,12 @@ pub enum Error {
     /// A peer or witness could not be reached.
     #[error("unavailable: {0}")]
     Unavailable(String),
-    /// RocksDB failed or holds something it should not.
+    /// This instance no longer holds the writer's lease (issue 31, PostgreSQL): another
+    /// instance took it, so this one's writes are refused by the fence. The message names the
+    /// writer. Status UNAVAILABLE, `accord-reason: not_writer`.
+    #[error("not the writer: {0}")]
+    NotWriter(String),
+    /// The store failed or holds something it should not.
     #[error("storage: {0}")]
     Storage(String),
     /// A configuration error naming the field.
@@ -96,6 +101,7 @@ impl Error {
             Error::WatchLagged(_) => "watch_lagged",
             Error::LedgerStopped => "ledger_stopped",
             Error::Unavailable(_) => "unavailable",
+            Error::NotWriter(_) => "not_writer",
             Error::Storage(_) | Error::Internal(_) => "internal",
             Error::Config(_) => "config",
             Error::Tls(_) => "tls",
@@ -114,7 +120,7 @@ impl From<Error> for tonic::Status {
             Error::PermissionDenied(_) | Error::Refused { .. } => Code::PermissionDenied,
             Error::FailedPrecondition(_) => Code::FailedPrecondition,
             Error::ResourceExhausted(_) | Error::WatchLagged(_) => Code::ResourceExhausted,
-            Error::LedgerStopped | Error::Unavailable(_) => Code::Unavailable,
+            Error::LedgerStopped | Error::Unavailable(_) | Error::NotWriter(_) => Code::Unavailable,
             Error::Storage(_) | Error::Internal(_) | Error::Config(_) | Error::Tls(_) => {
                 Code::Internal
             }

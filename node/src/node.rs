@@ -163,18 +163,33 @@ pub(crate) async fn open_with(
     let data_dir = config.data_dir.clone();
     let max_batch = config.ledger.max_batch;
     let writer_clock = clock.clone();
-    let block_cache_mib = config.storage.block_cache_mib;
+    let storage = config.storage.clone();
+    let holder = format!("{}@{}", config.name, std::process::id());
     let (ledger, writer) = tokio::task::spawn_blocking(move || {
         // Federation declares its own column families (the projection's come with its
         // machine); the ledger's store creates them.
-        Ledger::open_tuned(
-            &data_dir,
-            crate::federation::db::CFS,
-            block_cache_mib,
-            machine,
-            max_batch,
-            writer_clock,
-        )
+        let extra = crate::federation::db::CFS;
+        match storage.backend {
+            crate::config::Backend::Rocksdb => Ledger::open_tuned(
+                &data_dir,
+                extra,
+                storage.block_cache_mib,
+                machine,
+                max_batch,
+                writer_clock,
+            ),
+            crate::config::Backend::Postgres => {
+                let options = crate::ledger::PgOptions {
+                    url: storage.url.clone().unwrap_or_default(),
+                    password: storage
+                        .password()
+                        .map_err(|e| Error::Storage(format!("storage.password_file: {e}")))?,
+                    lease_ms: storage.lease_ms,
+                    holder,
+                };
+                Ledger::open_postgres(&options, extra, machine, max_batch, writer_clock)
+            }
+        }
     })
     .await
     .map_err(|e| Error::Internal(e.to_string()))??;

@@ -17,6 +17,7 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity
 pub mod envelopes;
 mod inproc;
 pub mod metrics;
+pub mod pg;
 pub mod records;
 pub use inproc::InProc;
 

@@ -44,13 +44,15 @@ fn missing(files: &[&str], libclang_path: Option<&str>) -> Vec<String> {
 const CXX: &str = "usr/bin/c++";
 
 /// What the clients and the rules' check need, all present: Debian's python3 with python3-venv's
-/// ensurepip, nodejs, npm and prometheus's promtool.
-const CLIENT_TOOLS: [&str; 5] = [
+/// ensurepip, nodejs, npm, prometheus's promtool and PostgreSQL's server programs.
+const CLIENT_TOOLS: [&str; 7] = [
     "usr/bin/python3",
     "usr/lib/python3.11/ensurepip/__init__.py",
     "usr/bin/node",
     "usr/bin/npm",
     "usr/bin/promtool",
+    "usr/lib/postgresql/15/bin/initdb",
+    "usr/lib/postgresql/15/bin/pg_ctl",
 ];
 
 /// `files` and [`CLIENT_TOOLS`].
@@ -82,7 +84,8 @@ fn an_empty_machine_needs_libclang_a_compiler_and_the_client_tools() {
             "python3-venv",
             "nodejs",
             "npm",
-            "prometheus"
+            "prometheus",
+            "postgresql"
         ]
     );
 }
@@ -95,6 +98,8 @@ fn each_client_tool_missing_is_named() {
         ("usr/bin/node", "nodejs"),
         ("usr/bin/npm", "npm"),
         ("usr/bin/promtool", "prometheus"),
+        ("usr/lib/postgresql/15/bin/initdb", "postgresql"),
+        ("usr/lib/postgresql/15/bin/pg_ctl", "postgresql"),
         // Debian's python3 without python3-venv: no ensurepip, so `python3 -m venv` fails.
         ("usr/lib/python3.11/ensurepip/__init__.py", "python3-venv"),
         ("usr/bin/python3", "python3-venv"),

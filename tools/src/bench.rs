@@ -74,6 +74,35 @@ pub struct AppendArgs {
     /// while the Work service clock ticks over them (issue 14, item 4). Not with --node.
     #[arg(long, default_value_t = 0, conflicts_with = "node")]
     pub open: u64,
+    /// The started node's store: `rocksdb` (its default) or `postgres` (issue 31; with
+    /// --pg-url, and --pg-password-file unless the server trusts the connection). Not with
+    /// --node.
+    #[arg(long, default_value = "rocksdb", value_parser = ["rocksdb", "postgres"], conflicts_with = "node")]
+    pub backend: String,
+    /// With --backend postgres: the database, `postgres://user@host:port/db` (no password).
+    #[arg(long, required_if_eq("backend", "postgres"))]
+    pub pg_url: Option<String>,
+    /// With --backend postgres: a file holding the database password.
+    #[arg(long)]
+    pub pg_password_file: Option<std::path::PathBuf>,
+}
+
+impl AppendArgs {
+    /// The `[storage]` section the started node's config gets (empty: RocksDB, the default).
+    fn storage_section(&self) -> Result<String> {
+        if self.backend != "postgres" {
+            return Ok(String::new());
+        }
+        // The prefill writes the node's RocksDB directly (`import::bulk`).
+        anyhow::ensure!(self.open == 0, "--open fills a RocksDB ledger only");
+        let url = self.pg_url.as_ref().context("--pg-url")?;
+        let mut s = format!("\n[storage]\nbackend = \"postgres\"\nurl = {url:?}\n");
+        if let Some(p) = &self.pg_password_file {
+            let p = std::fs::canonicalize(p).with_context(|| format!("{}", p.display()))?;
+            s.push_str(&format!("password_file = {:?}\n", p.display().to_string()));
+        }
+        Ok(s)
+    }
 }
 
 /// Fills the ledger of the node initialised under `root/name` (not running) with `n` open
@@ -208,10 +237,12 @@ impl Target {
                 };
                 // The child's metrics listener, so that the bench can show where an append's
                 // time goes (`accord_append_stage_seconds`).
-                let metrics = |t: &mut String| {
+                let storage = a.storage_section()?;
+                let metrics = move |t: &mut String| {
                     if let Some(i) = t.find("\nlisten = ") {
                         t.insert_str(i + 1, "metrics_listen = \"127.0.0.1:0\"\n");
                     }
+                    t.push_str(&storage);
                 };
                 let n = if a.open > 0 {
                     crate::inproc::init_node(tmp, "bench", &["alice"])?;
@@ -435,6 +466,7 @@ pub async fn append(mut a: AppendArgs, mut out: crate::output::Output) -> Result
             "batch": chunk,
             "quick": a.quick,
             "placement": if a.node.is_some() { "remote" } else if a.in_process { "in_process" } else { "child_process" },
+            "backend": a.backend,
             "appends_per_s": rate,
             "appends_per_s_unary": rate_unary,
             "verify_batch_per_s_2core": verify,

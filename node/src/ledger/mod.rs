@@ -1,4 +1,5 @@
-//! The ledger: an append-only sequence of signed records in RocksDB, committed into an RFC 6962
+//! The ledger: an append-only sequence of signed records in the store (RocksDB, or PostgreSQL:
+//! [`store`]), committed into an RFC 6962
 //! Merkle tree in the same synced write (DESIGN.md, "Ledger and durability").
 //!
 //! Appends go through one writer thread that does group commit: it drains every append that is
@@ -20,7 +21,8 @@ mod tiles;
 mod writer;
 
 pub use machine::{AcceptAll, AppendResult, Machine, Outcome};
-pub use store::{Batch, LeafScanNodes, OneByOneNodes, Store, TreeNodes};
+pub use store::postgres::{Pg, PgOptions};
+pub use store::{Batch, Kv, LeafScanNodes, OneByOneNodes, Store, TreeNodes};
 
 /// The time the kernel applied `entry` at (its `now`; issue 26): the author node's time for a
 /// peer's record, else when it was recorded. Replay and `ledger verify` use it.
@@ -164,7 +166,7 @@ impl<I: Send + 'static> Ledger<I> {
         dir: &Path,
         extra: &[&str],
         block_cache_mib: u64,
-        mut machine: M,
+        machine: M,
         max_batch: usize,
         clock: crate::clock::Clock,
     ) -> Result<(Self, std::thread::JoinHandle<()>), Error>
@@ -177,6 +179,40 @@ impl<I: Send + 'static> Ledger<I> {
             .copied()
             .collect();
         let store = Arc::new(Store::open_tuned(dir, &extra, block_cache_mib)?);
+        Self::start(store, machine, max_batch, clock)
+    }
+
+    /// [`Ledger::open_with`] on PostgreSQL (issue 31): waits for the writer's lease, then
+    /// opens as on RocksDB (the machine's watermark, then only the records after it).
+    pub fn open_postgres<M>(
+        options: &PgOptions,
+        extra: &[&str],
+        machine: M,
+        max_batch: usize,
+        clock: crate::clock::Clock,
+    ) -> Result<(Self, std::thread::JoinHandle<()>), Error>
+    where
+        M: Machine<Input = I>,
+    {
+        let extra: Vec<&str> = extra
+            .iter()
+            .chain(machine.column_families())
+            .copied()
+            .collect();
+        let store = Arc::new(Store::open_postgres(options, &extra)?);
+        Self::start(store, machine, max_batch, clock)
+    }
+
+    /// Replays what the machine's watermark does not cover and starts the writer over `store`.
+    fn start<M>(
+        store: Arc<Store>,
+        mut machine: M,
+        max_batch: usize,
+        clock: crate::clock::Clock,
+    ) -> Result<(Self, std::thread::JoinHandle<()>), Error>
+    where
+        M: Machine<Input = I>,
+    {
         let len = store.record_count()?;
         // The machine's persisted state reflects the records before its watermark (written in
         // the same synced batches); only the records after it are replayed, each chunk's derived

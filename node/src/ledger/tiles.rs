@@ -243,8 +243,9 @@ mod tests {
 
         let store = Store::open(path, &[]).unwrap();
         {
-            let db = store.db();
-            let cf = store.cf("tree").unwrap();
+            let rocks = store.rocks().unwrap();
+            let db = &rocks.db;
+            let cf = rocks.cf("tree").unwrap();
             let mut it = db.raw_iterator_cf(cf);
             it.seek([0u8]);
             assert!(

@@ -11,13 +11,12 @@
 //! - at most one batch is being written while at most one more is prepared (bounded memory).
 
 use super::encode::{IdHashing, encode_entry, finish_entry};
-use super::store::{Batch, Store, storage, tree_key};
+use super::store::{Batch, Store, tree_key};
 use super::{Append, AppendResult, Job, Machine};
 use crate::error::Error;
 use crate::metrics::AppendStage;
 use accord_proto::merkle::{CompactRange, leaf_hash};
 use accord_proto::signing::RecordId;
-use rocksdb::{WriteBatch, WriteOptions};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -284,17 +283,6 @@ impl<M: Machine> Writer<M> {
             }
         };
         let mut existing = existing.into_iter();
-        let (records, ids_cf, tree) = match (
-            self.store.cf("records"),
-            self.store.cf("ids"),
-            self.store.cf("tree"),
-        ) {
-            (Ok(r), Ok(i), Ok(t)) => (r, i, t),
-            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-                fail(jobs);
-                return Err(e);
-            }
-        };
         // Sized for the whole group commit up front — each record's entry, id and about two tree
         // nodes, with RocksDB's per-key framing, and the machine's derived state, which holds the
         // record's content again (a commitment's terms) — so it does not regrow and copy
@@ -305,7 +293,7 @@ impl<M: Machine> Writer<M> {
             .flat_map(|(a, _, _)| a.iter())
             .map(|a| 2 * a.signed.payload.len() + 640)
             .sum();
-        let mut batch = WriteBatch::with_capacity_bytes(bytes);
+        let mut batch = self.store.batch_for(bytes);
         let mut replies = Vec::with_capacity(jobs.len());
         let mut ids = Vec::with_capacity(all.len());
         let mut answered = 0;
@@ -343,19 +331,29 @@ impl<M: Machine> Writer<M> {
                     // Level 0 (the leaf) and every perfect subtree it completes.
                     Ok(completed) => {
                         for (level, index, hash) in completed {
-                            batch.put_cf(tree, tree_key(level, index), hash);
+                            let k = tree_key(level, index);
+                            if let Err(e) =
+                                self.store.put_ledger(&mut batch, "tree", k.as_ref(), &hash)
+                            {
+                                broken.get_or_insert(e);
+                            }
                         }
                     }
                     Err(e) => {
                         broken.get_or_insert(Error::Internal(format!("tree: {e}")));
                     }
                 }
-                batch.put_cf(
-                    records,
-                    seq.to_be_bytes(),
-                    finish_entry(entry, &outcome, applied_at),
-                );
-                batch.put_cf(ids_cf, id, seq.to_be_bytes());
+                let entry = finish_entry(entry, &outcome, applied_at);
+                let stored = self
+                    .store
+                    .put_ledger(&mut batch, "records", &seq.to_be_bytes(), &entry)
+                    .and_then(|()| {
+                        self.store
+                            .put_ledger(&mut batch, "ids", &id, &seq.to_be_bytes())
+                    });
+                if let Err(e) = stored {
+                    broken.get_or_insert(e);
+                }
                 self.next += 1;
                 let r = AppendResult {
                     sequence: seq,
@@ -384,7 +382,7 @@ impl<M: Machine> Writer<M> {
         }
         if !batch.is_empty() {
             // The machine's derived state goes into the same synced write as the records.
-            let mut with_state = Batch::from_raw(batch);
+            let mut with_state = batch;
             match self.machine.persist(&self.store, &mut with_state) {
                 Ok(p) => prepared.pending = Some(p),
                 Err(e) => {
@@ -470,11 +468,7 @@ fn sync_loop(
             Some(_) if fail.load(Ordering::SeqCst) => {
                 Err(Error::Storage("injected write failure".into()))
             }
-            Some(b) => {
-                let mut wo = WriteOptions::default();
-                wo.set_sync(true);
-                store.db().write_opt(b.into_raw(), &wo).map_err(storage)
-            }
+            Some(b) => store.write(b, true),
         };
         let _ = done.send((written, started.elapsed()));
     }

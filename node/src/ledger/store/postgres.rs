@@ -1,0 +1,497 @@
+//! The PostgreSQL engine (issue 31): every family in one table `accord_kv (cf, k, v)`, primary
+//! key `(cf, k)` (bytea compares bytewise, as RocksDB's keys do), and the writer's lease in
+//! `accord_lease`, one row with an epoch (the fencing token).
+//!
+//! - A [`Batch`] is one SERIALIZABLE transaction, retried on a serialization failure (the
+//!   operations are data, so a retry is the same write): the lease check, then the range
+//!   deletes, the deletes and the upserts (each one statement over arrays). A group commit —
+//!   records, ids, tree nodes, the projection's writes and the watermark — is therefore one
+//!   transaction, and the writer publishes it only after `COMMIT` returned.
+//! - Fencing: every transaction first runs `UPDATE accord_lease ... WHERE epoch = <ours>` and
+//!   requires one row. An instance that took the lease after ours bumped the epoch, so a writer
+//!   that paused or lost its connection can no longer commit ([`Error::NotWriter`]); the row
+//!   update also makes the takeover and our commit conflict, so one of them is ordered first.
+//! - SQL that CockroachDB and YugabyteDB also run: tables with primary keys, `ON CONFLICT`,
+//!   `UPDATE ... RETURNING`, `unnest` of array parameters, keyset pagination on `bytea`; no
+//!   advisory locks, `LISTEN/NOTIFY`, temporary tables or stored procedures.
+//!
+//! The node's code is synchronous where it reads the store (as with RocksDB), so the engine runs
+//! its own small tokio runtime for the driver and blocks the caller on a spawned task.
+
+use super::pg_write::{Writes, commit};
+use super::{Batch, Kv, Op};
+use crate::error::Error;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+use tokio_postgres::{Client, NoTls, Statement};
+
+/// One page of a scan: `(key, value)` rows in order.
+type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// How to reach the database and hold the lease (`[storage]` with `backend = "postgres"`).
+#[derive(Clone)]
+pub struct PgOptions {
+    /// `postgres://user@host:port/database` (no password: that is `password`).
+    pub url: String,
+    /// Read from `[storage] password_file`.
+    pub password: Option<String>,
+    /// How long a taken or renewed lease lasts, ms; renewed every third of it.
+    pub lease_ms: u64,
+    /// This instance's name in the lease row (logs and the `not_writer` status name it).
+    pub holder: String,
+}
+
+impl std::fmt::Debug for PgOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgOptions")
+            .field("url", &self.url)
+            .field("lease_ms", &self.lease_ms)
+            .field("holder", &self.holder)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Transactions retried on a serialization failure before the write fails.
+const RETRIES: usize = 16;
+
+const SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS accord_kv (cf TEXT NOT NULL, k BYTEA NOT NULL, v BYTEA NOT NULL, \
+     PRIMARY KEY (cf, k))",
+    "CREATE TABLE IF NOT EXISTS accord_lease (id INT PRIMARY KEY, epoch BIGINT NOT NULL, \
+     holder TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)",
+    "INSERT INTO accord_lease (id, epoch, holder, expires_at) VALUES (1, 0, '', now()) \
+     ON CONFLICT (id) DO NOTHING",
+];
+
+/// The lease is free when released (holder '') or expired, by the database's clock (one clock
+/// for every instance).
+const TAKE: &str = "UPDATE accord_lease SET epoch = epoch + 1, holder = $1, \
+     expires_at = now() + $2::BIGINT * INTERVAL '1 millisecond' \
+     WHERE id = 1 AND (holder = '' OR expires_at < now()) RETURNING epoch";
+const RENEW: &str = "UPDATE accord_lease SET expires_at = now() + $2::BIGINT * INTERVAL '1 millisecond' \
+     WHERE id = 1 AND epoch = $1";
+const RELEASE: &str =
+    "UPDATE accord_lease SET holder = '', expires_at = now() WHERE id = 1 AND epoch = $1";
+const HOLDER: &str = "SELECT holder, epoch FROM accord_lease WHERE id = 1";
+
+struct Reads {
+    client: Client,
+    get: Statement,
+    multi: Statement,
+    scan: Statement,
+    rev: Statement,
+    rev_before: Statement,
+}
+
+/// The store's PostgreSQL engine.
+pub struct Pg {
+    rt: Option<tokio::runtime::Runtime>,
+    reads: Arc<Reads>,
+    write: Arc<tokio::sync::Mutex<Client>>,
+    epoch: u64,
+    holder: String,
+    /// Cleared when a renewal found the epoch changed: another instance is the writer.
+    held: Arc<AtomicBool>,
+    /// Fault injection: renewals stop, as in a paused process ([`Pg::pause_renewal`]).
+    paused: Arc<AtomicBool>,
+    released: AtomicBool,
+    renewals: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Pg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pg")
+            .field("holder", &self.holder)
+            .field("epoch", &self.epoch)
+            .finish()
+    }
+}
+
+fn pg(e: tokio_postgres::Error) -> Error {
+    Error::Storage(format!("postgres: {e}"))
+}
+
+fn retryable(e: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    matches!(
+        e.code(),
+        Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED
+    )
+}
+
+async fn connect(o: &PgOptions) -> Result<Client, Error> {
+    let mut cfg: tokio_postgres::Config = o
+        .url
+        .parse()
+        .map_err(|e| Error::Storage(format!("storage.url: {e}")))?;
+    if let Some(p) = &o.password {
+        cfg.password(p.as_bytes());
+    }
+    cfg.connect_timeout(Duration::from_secs(10));
+    let (client, conn) = cfg.connect(NoTls).await.map_err(pg)?;
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::warn!(error = %e, "postgres connection ended");
+        }
+    });
+    Ok(client)
+}
+
+impl Pg {
+    /// Connects, creates the tables if missing, and takes the writer's lease, waiting while
+    /// another live instance holds it (it becomes free when released or expired).
+    pub fn open(o: &PgOptions) -> Result<Pg, Error> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("postgres")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Internal(format!("postgres runtime: {e}")))?;
+        let (o, lease_ms, holder) = (o.clone(), o.lease_ms, o.holder.clone());
+        let (reads, write, epoch) = rt.block_on(async move {
+            let write = connect(&o).await?;
+            for s in SCHEMA {
+                // Two instances creating the tables at once: one of them may fail; the next
+                // statement finds them.
+                if let Err(e) = write.batch_execute(s).await {
+                    tracing::debug!(error = %e, "schema statement retried");
+                    write.batch_execute(s).await.map_err(pg)?;
+                }
+            }
+            let client = connect(&o).await?;
+            let reads = Reads {
+                get: client
+                    .prepare("SELECT v FROM accord_kv WHERE cf = $1 AND k = $2")
+                    .await
+                    .map_err(pg)?,
+                multi: client
+                    .prepare("SELECT k, v FROM accord_kv WHERE cf = $1 AND k = ANY($2)")
+                    .await
+                    .map_err(pg)?,
+                scan: client
+                    .prepare(
+                        "SELECT k, v FROM accord_kv WHERE cf = $1 AND k >= $2 \
+                         AND ($3::BYTEA IS NULL OR k < $3) ORDER BY k LIMIT $4",
+                    )
+                    .await
+                    .map_err(pg)?,
+                rev: client
+                    .prepare(
+                        "SELECT k, v FROM accord_kv WHERE cf = $1 AND k <= $2 \
+                         ORDER BY k DESC LIMIT $3",
+                    )
+                    .await
+                    .map_err(pg)?,
+                rev_before: client
+                    .prepare(
+                        "SELECT k, v FROM accord_kv WHERE cf = $1 AND k < $2 \
+                         ORDER BY k DESC LIMIT $3",
+                    )
+                    .await
+                    .map_err(pg)?,
+                client,
+            };
+            let lease = o.lease_ms as i64;
+            let epoch = loop {
+                if let Some(row) = write
+                    .query_opt(TAKE, &[&o.holder, &lease])
+                    .await
+                    .map_err(pg)?
+                {
+                    break row.get::<_, i64>(0) as u64;
+                }
+                let row = write.query_one(HOLDER, &[]).await.map_err(pg)?;
+                let (holder, epoch): (String, i64) = (row.get(0), row.get(1));
+                tracing::info!(holder, epoch, "waiting for the writer's lease");
+                tokio::time::sleep(Duration::from_millis((o.lease_ms / 4).max(50))).await;
+            };
+            Ok::<_, Error>((reads, write, epoch))
+        })?;
+        tracing::info!(epoch, holder = %holder, "writer's lease taken");
+        let pg = Pg {
+            rt: Some(rt),
+            reads: Arc::new(reads),
+            write: Arc::new(tokio::sync::Mutex::new(write)),
+            epoch,
+            holder,
+            held: Arc::new(AtomicBool::new(true)),
+            paused: Arc::default(),
+            released: AtomicBool::new(false),
+            renewals: Arc::default(),
+        };
+        pg.renew_in_background(lease_ms);
+        Ok(pg)
+    }
+
+    /// Renews the lease every third of its length while it is ours.
+    fn renew_in_background(&self, lease_ms: u64) {
+        let (write, held, paused, renewals) = (
+            self.write.clone(),
+            self.held.clone(),
+            self.paused.clone(),
+            self.renewals.clone(),
+        );
+        let epoch = self.epoch as i64;
+        if let Some(rt) = &self.rt {
+            rt.spawn(async move {
+                let every = Duration::from_millis((lease_ms / 3).max(10));
+                while held.load(Ordering::SeqCst) {
+                    tokio::time::sleep(every).await;
+                    if paused.load(Ordering::SeqCst) {
+                        continue;
+                    }
+                    let r = write
+                        .lock()
+                        .await
+                        .execute(RENEW, &[&epoch, &(lease_ms as i64)])
+                        .await;
+                    match r {
+                        Ok(1) => {
+                            renewals.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(_) => {
+                            tracing::error!(epoch, "writer's lease lost: another instance took it");
+                            held.store(false, Ordering::SeqCst);
+                        }
+                        Err(e) => tracing::warn!(error = %e, "writer's lease not renewed"),
+                    }
+                }
+            });
+        }
+    }
+
+    /// The lease's epoch this instance writes under.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Whether the last renewal found the lease still ours.
+    pub fn holds_lease(&self) -> bool {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    /// Fault injection: stops renewing the lease, as a paused process would (tests only).
+    #[doc(hidden)]
+    pub fn pause_renewal(&self) {
+        self.paused.store(true, Ordering::SeqCst);
+    }
+
+    /// Gives the lease up (at a clean stop), so the next instance need not wait for it.
+    pub fn release(&self) -> Result<(), Error> {
+        if self.released.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.held.store(false, Ordering::SeqCst);
+        let (write, epoch) = (self.write.clone(), self.epoch as i64);
+        self.run(async move {
+            write
+                .lock()
+                .await
+                .execute(RELEASE, &[&epoch])
+                .await
+                .map_err(pg)?;
+            Ok(())
+        })
+    }
+
+    /// Runs `f` on the engine's runtime and waits for it: callable from any thread, inside
+    /// another runtime or not.
+    fn run<T: Send + 'static>(
+        &self,
+        f: impl Future<Output = Result<T, Error>> + Send + 'static,
+    ) -> Result<T, Error> {
+        let rt = self
+            .rt
+            .as_ref()
+            .ok_or_else(|| Error::Internal("postgres runtime stopped".into()))?;
+        futures::executor::block_on(rt.spawn(f))
+            .map_err(|e| Error::Internal(format!("postgres task: {e}")))?
+    }
+
+    /// One page of a scan: `(key, value)` rows.
+    fn page(
+        &self,
+        cf: &str,
+        from: Vec<u8>,
+        to: Option<Vec<u8>>,
+        rev: Option<bool>,
+        limit: i64,
+    ) -> Result<Rows, Error> {
+        let (reads, cf) = (self.reads.clone(), cf.to_owned());
+        self.run(async move {
+            let rows = match rev {
+                None => {
+                    reads
+                        .client
+                        .query(&reads.scan, &[&cf, &from, &to, &limit])
+                        .await
+                }
+                Some(inclusive) => {
+                    let st = if inclusive {
+                        &reads.rev
+                    } else {
+                        &reads.rev_before
+                    };
+                    reads.client.query(st, &[&cf, &from, &limit]).await
+                }
+            }
+            .map_err(pg)?;
+            Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+        })
+    }
+}
+
+impl Drop for Pg {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            tracing::warn!(error = %e, "writer's lease not released");
+        }
+        if let Some(rt) = self.rt.take() {
+            // Not `drop`: that would block, which a runtime's own thread may not do.
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// The first page of a scan; later ones double, so a scan that stops after one entry reads
+/// few rows and a long one few round trips.
+const FIRST_PAGE: i64 = 16;
+const MAX_PAGE: i64 = 1024;
+
+impl Kv for Pg {
+    fn get(&self, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        let (reads, cf, key) = (self.reads.clone(), cf.to_owned(), key.to_vec());
+        self.run(async move {
+            let row = reads
+                .client
+                .query_opt(&reads.get, &[&cf, &key])
+                .await
+                .map_err(pg)?;
+            Ok(row.map(|r| r.get(0)))
+        })
+    }
+
+    fn multi_get(&self, cf: &str, keys: &[&[u8]], _: bool) -> Result<Vec<Option<Vec<u8>>>, Error> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (reads, cf) = (self.reads.clone(), cf.to_owned());
+        let asked: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
+        let mut found: HashMap<Vec<u8>, Vec<u8>> = self.run(async move {
+            let rows = reads
+                .client
+                .query(&reads.multi, &[&cf, &asked])
+                .await
+                .map_err(pg)?;
+            Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+        })?;
+        Ok(keys.iter().map(|k| found.remove(*k)).collect())
+    }
+
+    fn scan(
+        &self,
+        cf: &str,
+        from: &[u8],
+        to: Option<&[u8]>,
+        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), Error> {
+        let (mut from, to, mut limit) = (from.to_vec(), to.map(<[u8]>::to_vec), FIRST_PAGE);
+        loop {
+            let rows = self.page(cf, from.clone(), to.clone(), None, limit)?;
+            let full = rows.len() as i64 == limit;
+            for (k, v) in &rows {
+                if !f(k, v) {
+                    return Ok(());
+                }
+            }
+            match rows.into_iter().last() {
+                // The next key after the last one seen: its immediate successor bytewise.
+                Some((mut k, _)) if full => {
+                    k.push(0);
+                    from = k;
+                }
+                _ => return Ok(()),
+            }
+            limit = (limit * 2).min(MAX_PAGE);
+        }
+    }
+
+    fn scan_rev(
+        &self,
+        cf: &str,
+        from: &[u8],
+        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), Error> {
+        let (mut from, mut inclusive, mut limit) = (from.to_vec(), true, FIRST_PAGE);
+        loop {
+            let rows = self.page(cf, from.clone(), None, Some(inclusive), limit)?;
+            let full = rows.len() as i64 == limit;
+            for (k, v) in &rows {
+                if !f(k, v) {
+                    return Ok(());
+                }
+            }
+            match rows.into_iter().last() {
+                Some((k, _)) if full => {
+                    from = k;
+                    inclusive = false;
+                }
+                _ => return Ok(()),
+            }
+            limit = (limit * 2).min(MAX_PAGE);
+        }
+    }
+
+    fn put(&self, batch: &mut Batch, cf: &str, key: &[u8], value: &[u8]) -> Result<(), Error> {
+        batch
+            .ops()?
+            .push(Op::Put(cf.to_owned(), key.to_vec(), value.to_vec()));
+        Ok(())
+    }
+
+    fn delete(&self, batch: &mut Batch, cf: &str, key: &[u8]) -> Result<(), Error> {
+        batch.ops()?.push(Op::Delete(cf.to_owned(), key.to_vec()));
+        Ok(())
+    }
+
+    fn delete_range(
+        &self,
+        batch: &mut Batch,
+        cf: &str,
+        from: &[u8],
+        to: &[u8],
+    ) -> Result<(), Error> {
+        batch
+            .ops()?
+            .push(Op::DeleteRange(cf.to_owned(), from.to_vec(), to.to_vec()));
+        Ok(())
+    }
+
+    /// Always durable: `COMMIT` returns once PostgreSQL flushed it (`synchronous_commit`).
+    fn write(&self, mut batch: Batch, _sync: bool) -> Result<(), Error> {
+        let writes = Arc::new(Writes::fold(std::mem::take(batch.ops()?)));
+        let (client, epoch, holder) = (self.write.clone(), self.epoch as i64, self.holder.clone());
+        self.run(async move {
+            let mut client = client.lock().await;
+            let mut tries = 0;
+            loop {
+                match commit(&mut client, epoch, &writes).await {
+                    Ok(true) => return Ok(()),
+                    Ok(false) => {
+                        let row = client.query_one(HOLDER, &[]).await.map_err(pg)?;
+                        let (now, at): (String, i64) = (row.get(0), row.get(1));
+                        return Err(Error::NotWriter(format!(
+                            "{holder} wrote under epoch {epoch}; the writer is now {now:?} \
+                             (epoch {at})"
+                        )));
+                    }
+                    Err(e) if retryable(&e) && tries < RETRIES => tries += 1,
+                    Err(e) => return Err(pg(e)),
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,290 @@
+//! A PostgreSQL server for one test (issue 31): `initdb` and `pg_ctl` from Debian's packages
+//! (`scripts/ensure-deps.sh` installs `postgresql`) in a temporary directory, on a free port on
+//! 127.0.0.1, with password authentication; stopped and removed on drop. Missing programs are
+//! an error naming the fix, never a skipped test. Run as root, the server runs as the
+//! `postgres` user (PostgreSQL refuses to run as root).
+
+use anyhow::{Context, Result, anyhow, bail};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The user the tests connect as, and its password.
+pub const USER: &str = "accord";
+const PASSWORD: &str = "accord-test-password";
+
+/// A running PostgreSQL server in a temporary directory.
+pub struct TestPostgres {
+    bin: PathBuf,
+    data: PathBuf,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// A file holding the password (`[storage] password_file`).
+    pub password_file: PathBuf,
+    as_postgres: bool,
+    _tmp: tempfile::TempDir,
+}
+
+/// The directory of `initdb` and `pg_ctl`: on PATH, else Debian's newest
+/// `/usr/lib/postgresql/N/bin`.
+fn server_bin() -> Result<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
+        .collect();
+    found.sort_by_key(|d| {
+        d.parent()
+            .and_then(|v| v.file_name())
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0)
+    });
+    if let Some(d) = found.pop() {
+        return Ok(d);
+    }
+    for d in std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+    {
+        if d.join("initdb").is_file() && d.join("pg_ctl").is_file() {
+            return Ok(d);
+        }
+    }
+    bail!(
+        "PostgreSQL's server programs (initdb, pg_ctl) are not installed: run \
+         scripts/ensure-deps.sh (it installs Debian's postgresql)"
+    )
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// A port free on 127.0.0.1 now (the server binds it right after).
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+impl TestPostgres {
+    /// initdb, then start on a free port; returns once it accepts connections (`pg_isready`).
+    pub fn start() -> Result<TestPostgres> {
+        let bin = server_bin()?;
+        let tmp = tempfile::tempdir()?;
+        let as_postgres = is_root();
+        let password_file = tmp.path().join("password");
+        std::fs::write(&password_file, format!("{PASSWORD}\n"))?;
+        if as_postgres {
+            let st = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(tmp.path())
+                .status()?;
+            if !st.success() {
+                bail!("chown of {} to postgres failed", tmp.path().display());
+            }
+        }
+        let data = tmp.path().join("data");
+        let mut pg = TestPostgres {
+            bin,
+            data,
+            port: 0,
+            password_file,
+            as_postgres,
+            _tmp: tmp,
+        };
+        let pwfile = pg.password_file.display().to_string();
+        pg.run(
+            "initdb",
+            &[
+                "-D",
+                &pg.data.display().to_string(),
+                "-U",
+                USER,
+                "--auth=scram-sha-256",
+                &format!("--pwfile={pwfile}"),
+                "--no-sync",
+            ],
+        )?;
+        // The port may be taken between finding it and the server binding it: try a few.
+        let mut last = anyhow!("not started");
+        for _ in 0..5 {
+            pg.port = free_port()?;
+            let opts = format!(
+                "-c listen_addresses=127.0.0.1 -p {} -k {}",
+                pg.port,
+                pg.socket_dir().display()
+            );
+            let log = pg.socket_dir().join("server.log").display().to_string();
+            let data = pg.data.display().to_string();
+            match pg.run("pg_ctl", &["-D", &data, "-l", &log, "-o", &opts, "start"]) {
+                Ok(()) => return pg.wait_ready().map(|()| pg),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    fn socket_dir(&self) -> &Path {
+        self._tmp.path()
+    }
+
+    /// Runs one of the server's programs (as `postgres` when we are root).
+    fn run(&self, program: &str, args: &[&str]) -> Result<()> {
+        let path = self.bin.join(program);
+        let out = if self.as_postgres {
+            Command::new("runuser")
+                .args(["-u", "postgres", "--"])
+                .arg(&path)
+                .args(args)
+                .output()
+        } else {
+            Command::new(&path).args(args).output()
+        }
+        .with_context(|| format!("run {}", path.display()))?;
+        if !out.status.success() {
+            bail!(
+                "{program} failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(())
+    }
+
+    /// Polls `pg_isready` until the server accepts connections.
+    fn wait_ready(&self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let ready = self.bin.join("pg_isready");
+        loop {
+            let st = Command::new(&ready)
+                .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-q"])
+                .status()?;
+            if st.success() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("PostgreSQL on port {} not ready after 30 s", self.port);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The URL a node's `[storage] url` names (no password: that is in [`Self::password_file`]).
+    pub fn url(&self) -> String {
+        format!("postgres://{USER}@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// The `[storage]` section of a node on this server, its lease `lease_ms` long.
+    pub fn storage_section(&self, lease_ms: u64) -> String {
+        format!(
+            "\n[storage]\nbackend = \"postgres\"\nurl = \"{}\"\npassword_file = \"{}\"\nlease_ms = {lease_ms}\n",
+            self.url(),
+            self.password_file.display()
+        )
+    }
+
+    /// The answer of `psql -tAc sql` (one value), as the test's independent look at the tables.
+    pub fn query(&self, sql: &str) -> Result<String> {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", USER])
+            .args(["-d", "postgres", "-tAc", sql])
+            .env("PGPASSWORD", PASSWORD)
+            .output()?;
+        if !out.status.success() {
+            bail!("psql: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+}
+
+impl Drop for TestPostgres {
+    fn drop(&mut self) {
+        let data = self.data.display().to_string();
+        let _ = self.run("pg_ctl", &["-D", &data, "-m", "immediate", "stop"]);
+    }
+}
+
+/// Another instance of a node on the same database (issue 31): the same config — node key,
+/// parties, `[storage]` — on another ephemeral port. It binds its port at once, then waits at
+/// start-up for the writer's lease before it serves. Killed on drop.
+pub struct Instance {
+    child: std::process::Child,
+    /// Its gRPC address.
+    pub addr: std::net::SocketAddr,
+    dir: PathBuf,
+}
+
+impl Instance {
+    /// Starts `accord-node serve` on a copy of `node`'s config (same directory, so its relative
+    /// paths name the same files) listening on `127.0.0.1:0`.
+    pub fn start(node: &crate::TestNode) -> Result<Instance> {
+        let text = std::fs::read_to_string(node.dir.join("accord.toml"))?;
+        let text = text
+            .lines()
+            .map(|l| match l.starts_with("listen = ") {
+                true => "listen = \"127.0.0.1:0\"".to_string(),
+                false => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n";
+        let cfg = node.dir.join("accord-instance-2.toml");
+        std::fs::write(&cfg, text)?;
+        let mut child = Command::new(crate::bin("accord-node"))
+            .args(["serve", "--config"])
+            .arg(&cfg)
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()?;
+        let line = crate::first_line(&mut child, Duration::from_secs(60))?;
+        let addr = line
+            .strip_prefix("listening ")
+            .ok_or_else(|| anyhow!("unexpected first line {line:?}"))?
+            .parse()?;
+        Ok(Instance {
+            child,
+            addr,
+            dir: node.dir.clone(),
+        })
+    }
+
+    /// A channel to it; connecting waits (up to the channel's timeout) until it serves.
+    pub async fn channel(&self) -> Result<tonic::transport::Channel> {
+        crate::tls_channel(
+            self.addr,
+            &std::fs::read(self.dir.join("tls/ca.pem"))?,
+            None,
+        )
+        .await
+    }
+
+    /// A WorkService client presenting the operator token.
+    pub async fn work(&self) -> Result<crate::WorkClient> {
+        let token = std::fs::read_to_string(self.dir.join("admin.token"))?;
+        Ok(crate::work_client(self.channel().await?, token.trim()))
+    }
+
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
