@@ -246,7 +246,9 @@ pub struct WitnessConfig {
 pub struct PeerConfig {
     /// The peer organisation's name.
     pub name: String,
-    /// Its gRPC endpoint (https://host:port).
+    /// Its gRPC endpoint (https://host:port), or several separated by commas: the instances of
+    /// its node (a writer and standbys on one database, issue 31), tried in order until one
+    /// answers.
     pub endpoint: String,
     /// Keys (C2SP vkeys) that sign its records and envelopes.
     pub vkeys: Vec<String>,

@@ -83,6 +83,7 @@ impl EmbeddedNode {
             Transports {
                 peers: Some(peers),
                 witnesses: Some(witnesses),
+                ..Default::default()
             },
         )
         .await?;

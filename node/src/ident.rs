@@ -170,9 +170,52 @@ pub fn endpoint(s: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The most endpoints one peer may list.
+pub const MAX_ENDPOINTS: usize = 8;
+
+/// A peer's endpoints: one [`endpoint`], or several separated by commas — the instances of one
+/// organisation's node (issue 31: a writer and its standbys), tried in order until one answers.
+pub fn endpoints(s: &str) -> Result<Vec<&str>, String> {
+    let list: Vec<&str> = s.split(',').map(str::trim).collect();
+    if list.len() > MAX_ENDPOINTS {
+        return Err(format!(
+            "{} endpoints: at most {MAX_ENDPOINTS}, separated by commas",
+            list.len()
+        ));
+    }
+    for e in &list {
+        endpoint(e)?;
+    }
+    Ok(list)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn several_endpoints_are_separated_by_commas() {
+        assert_eq!(
+            super::endpoints("https://a.example:1, https://b.example:2").unwrap(),
+            vec!["https://a.example:1", "https://b.example:2"]
+        );
+        assert_eq!(
+            super::endpoints("https://a:1").unwrap(),
+            vec!["https://a:1"]
+        );
+        assert!(
+            super::endpoints("https://a:1,")
+                .unwrap_err()
+                .contains("expected https://host:port")
+        );
+        assert!(
+            super::endpoints("https://a:1,http://b:2")
+                .unwrap_err()
+                .contains("scheme")
+        );
+        let nine = vec!["https://a:1"; 9].join(",");
+        assert!(super::endpoints(&nine).unwrap_err().contains("at most 8"));
+    }
 
     #[test]
     fn names() {

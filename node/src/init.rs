@@ -18,6 +18,9 @@ pub struct InitOptions {
     pub parties: Vec<String>,
     /// The listen address to write into the config.
     pub listen: String,
+    /// DNS names or IP addresses the TLS certificate carries besides the defaults (localhost,
+    /// 127.0.0.1, ::1, <name>.accord): e.g. each instance's name in an HA pair (issue 31).
+    pub sans: Vec<String>,
 }
 
 /// What `init` made, for printing.
@@ -91,7 +94,19 @@ pub fn init(o: &InitOptions) -> Result<Initialized, Error> {
         .map_err(|e| Error::Internal(e.to_string()))?;
     write_secret(&o.dir.join(files::NODE_SKEY), &node.to_skey())?;
     write(&o.dir.join(files::NODE_VKEY), &node.verifier().to_vkey())?;
-    let tls = crate::pki::generate(&o.name, &crate::pki::default_sans(&o.name))?;
+    let mut sans = crate::pki::default_sans(&o.name);
+    for s in &o.sans {
+        if s.is_empty() || s.len() > 253 || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(Error::invalid(
+                "--san",
+                format!("{s:?}: a DNS name or IP address"),
+            ));
+        }
+        if !sans.contains(s) {
+            sans.push(s.clone());
+        }
+    }
+    let tls = crate::pki::generate(&o.name, &sans)?;
     write(&o.dir.join(files::TLS_CA), &tls.ca_cert_pem)?;
     // The CA key is not kept (issue 8): it signed the leaf and is dropped, so the CA certifies
     // exactly this one leaf and a copy of the node directory cannot mint TLS identities; a new

@@ -41,6 +41,7 @@ pub(crate) mod scrape;
 pub(crate) mod server;
 pub(crate) mod service_party;
 pub(crate) mod services;
+pub(crate) mod standby;
 pub(crate) mod tls;
 pub(crate) mod view;
 

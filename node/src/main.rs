@@ -36,6 +36,10 @@ enum Cmd {
         /// The listen address written into the config.
         #[arg(long, default_value = "127.0.0.1:7443")]
         listen: String,
+        /// A DNS name or IP address the TLS certificate also carries (repeatable), e.g. each
+        /// instance of an HA pair.
+        #[arg(long = "san")]
+        sans: Vec<String>,
     },
     /// TLS material of an existing node directory.
     #[command(subcommand)]
@@ -72,12 +76,14 @@ async fn main() -> anyhow::Result<()> {
             name,
             parties,
             listen,
+            sans,
         } => {
             let made = init::init(&init::InitOptions {
                 dir,
                 name,
                 parties,
                 listen,
+                sans,
             })?;
             println!("config: {}", made.config.display());
             println!("node vkey: {}", made.vkey);

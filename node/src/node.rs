@@ -102,13 +102,12 @@ fn party_keys(config: &Config) -> Result<HashMap<String, Vec<Verifier>>, Error> 
     Ok(m)
 }
 
-/// What [`open`] hands the server: the node, the ledger writer thread (joined at shutdown), the
-/// witness client for the checkpointer, and the TLS server configuration.
+/// What [`open`] hands the server: the node, the ledger writer thread (joined at shutdown) and
+/// the witness client for the checkpointer.
 pub(crate) struct Opened {
     pub node: Arc<Node>,
     pub writer: std::thread::JoinHandle<()>,
     pub witnesses: Arc<crate::log::WitnessClient>,
-    pub tls: Arc<rustls::ServerConfig>,
 }
 
 /// How a node reaches its peers and witnesses: `None` is the daemon's gRPC over TLS; the
@@ -117,6 +116,37 @@ pub(crate) struct Opened {
 pub(crate) struct Transports {
     pub peers: Option<Arc<dyn crate::federation::transport::PeerTransport>>,
     pub witnesses: Option<Vec<crate::log::WitnessEndpoint>>,
+    /// The server's TLS, when the server built it before opening (to answer as a standby
+    /// while it waits for the writer's lease; [`server_tls`]).
+    pub tls: Option<ServerTls>,
+    /// What a standby reports and obeys while it waits for the lease.
+    pub waiting: crate::ledger::Waiting,
+    /// This instance's name in the lease row (default: organisation@pid).
+    pub holder: Option<String>,
+    /// The listener's counters, when the server made them before opening.
+    pub listener_stats: Option<Arc<crate::tls::ListenerStats>>,
+}
+
+/// The server's TLS configuration and its client verifier (which federation feeds peers' CAs).
+pub(crate) type ServerTls = (
+    Arc<rustls::ServerConfig>,
+    Arc<crate::tls::DynamicClientVerifier>,
+);
+
+/// The server's TLS from `config`: its certificate and key, and the client CAs it trusts
+/// before federation adds its peers'.
+pub(crate) fn server_tls(config: &Config) -> Result<ServerTls, Error> {
+    let mut client_cas = Vec::new();
+    for p in &config.tls.client_ca {
+        client_cas.extend(crate::tls::load_certs(p)?);
+    }
+    // Peers' CAs are added by the federation's peer registry (and follow peer changes).
+    crate::tls::server_config(
+        &config.tls.cert,
+        &config.tls.key,
+        &client_cas,
+        config.tls.require_client_cert,
+    )
 }
 
 /// Opens everything a node needs from `config`: keys, TLS, the ledger (opening the persisted
@@ -134,17 +164,10 @@ pub(crate) async fn open_with(
 ) -> Result<Opened, Error> {
     let signer = load_signer(&config)?;
     let party_keys = party_keys(&config)?;
-    let mut client_cas = Vec::new();
-    for p in &config.tls.client_ca {
-        client_cas.extend(crate::tls::load_certs(p)?);
-    }
-    // Peers' CAs are added by the federation's peer registry (and follow peer changes).
-    let (tls, client_verifier) = crate::tls::server_config(
-        &config.tls.cert,
-        &config.tls.key,
-        &client_cas,
-        config.tls.require_client_cert,
-    )?;
+    let (_, client_verifier) = match transports.tls {
+        Some(t) => t,
+        None => server_tls(&config)?,
+    };
 
     let projection = Arc::new(RwLock::new(Projection::with_view_access(
         crate::projection::access_from_config(&config)?,
@@ -164,7 +187,11 @@ pub(crate) async fn open_with(
     let max_batch = config.ledger.max_batch;
     let writer_clock = clock.clone();
     let storage = config.storage.clone();
-    let holder = format!("{}@{}", config.name, std::process::id());
+    let holder = transports
+        .holder
+        .clone()
+        .unwrap_or_else(|| format!("{}@{}", config.name, std::process::id()));
+    let waiting = transports.waiting.clone();
     let (ledger, writer) = tokio::task::spawn_blocking(move || {
         // Federation declares its own column families (the projection's come with its
         // machine); the ledger's store creates them.
@@ -186,6 +213,7 @@ pub(crate) async fn open_with(
                         .map_err(|e| Error::Storage(format!("storage.password_file: {e}")))?,
                     lease_ms: storage.lease_ms,
                     holder,
+                    waiting,
                 };
                 Ledger::open_postgres(&options, extra, machine, max_batch, writer_clock)
             }
@@ -247,7 +275,7 @@ pub(crate) async fn open_with(
     let node = Arc::new(Node {
         refusals,
         fed,
-        listener_stats: Arc::new(crate::tls::ListenerStats::default()),
+        listener_stats: transports.listener_stats.unwrap_or_default(),
         config,
         signer,
         node_key,
@@ -265,6 +293,5 @@ pub(crate) async fn open_with(
         node,
         writer,
         witnesses,
-        tls,
     })
 }

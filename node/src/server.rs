@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::node::Opened;
 use accord_proto::pb;
+use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -53,15 +54,90 @@ pub async fn run_with_clock(
         metrics: metrics_listener,
     } = listeners.into();
     config.validate()?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    // The listener's TLS is made first, so that an instance waiting for the writer's lease on
+    // PostgreSQL answers on its port as a standby (issue 31; `standby`) until it holds it; then
+    // the node serves the same listener's connections.
+    let stop = shutdown.child_token();
+    let server_tls = crate::node::server_tls(&config)?;
+    let listener_stats = Arc::new(crate::tls::ListenerStats::default());
+    let on_postgres = config.storage.backend == crate::config::Backend::Postgres;
+    // Only on PostgreSQL does an instance wait as a standby: elsewhere every connection is the
+    // node's from the start (and waits, accepted, until it serves).
+    let opened = CancellationToken::new();
+    if !on_postgres {
+        opened.cancel();
+    }
+    let (standby_connections, connections) = crate::standby::split(
+        crate::tls::incoming(
+            listener,
+            server_tls.0.clone(),
+            crate::tls::ListenerLimits::from_config(&config.limits),
+            listener_stats.clone(),
+            stop.clone(),
+        ),
+        opened.clone(),
+    );
+    let (holder_tx, holder_rx) = tokio::sync::watch::channel(String::new());
+    server_tls.1.set_standby(on_postgres);
+    let verifier = server_tls.1.clone();
+    if on_postgres {
+        // It drains on its own once the node opens; the node does not wait for it.
+        let until = opened.clone();
+        tokio::spawn(async move {
+            if let Err(e) = crate::standby::serve(standby_connections, until, holder_rx).await {
+                tracing::warn!(error = %e, "standby server");
+            }
+        });
+    }
+    let transports = crate::node::Transports {
+        tls: Some(server_tls),
+        listener_stats: Some(listener_stats),
+        holder: Some(format!(
+            "{}@{addr} (pid {})",
+            config.name,
+            std::process::id()
+        )),
+        waiting: crate::ledger::Waiting {
+            holder: Some(Arc::new(holder_tx)),
+            stop: Some(stop.clone()),
+        },
+        ..Default::default()
+    };
+    let opened_node = crate::node::open_with(config, clock, transports).await;
+    verifier.set_standby(false);
+    opened.cancel();
     let Opened {
         node,
         writer,
         witnesses,
-        tls,
-    } = crate::node::open(config, clock).await?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| Error::Internal(e.to_string()))?;
+    } = match opened_node {
+        Err(_) if stop.is_cancelled() => {
+            tracing::info!("stopped while waiting for the writer's lease");
+            return Ok(());
+        }
+        r => r?,
+    };
+    // On PostgreSQL, an instance that loses the writer's lease stops serving at once: its
+    // checkpointer, witness client, federation senders and Work service clock run only while it
+    // is the writer (issue 31, item 2), and its writes are fenced anyway. It exits with
+    // `not_writer`; restarted (by its supervisor), it waits for the lease as a standby.
+    let lease_lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    if let Some(lost) = node.ledger.store().postgres().map(|p| p.lease_lost()) {
+        let (stop, flag) = (stop.clone(), lease_lost.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = lost.cancelled() => {
+                    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                    tracing::error!("writer's lease lost: stopping");
+                    stop.cancel();
+                }
+                _ = stop.cancelled() => {}
+            }
+        });
+    }
     tracing::info!(name = %node.name(), %addr, records = node.ledger.len(), "accord node serving");
 
     let (health_reporter, health) = tonic_health::server::health_reporter();
@@ -97,13 +173,7 @@ pub async fn run_with_clock(
         .map(|l| tokio::spawn(crate::scrape::serve(node.clone(), l, background.clone())));
 
     let limits = &node.config.limits;
-    let incoming = crate::tls::incoming(
-        listener,
-        tls,
-        crate::tls::ListenerLimits::from_config(limits),
-        node.listener_stats.clone(),
-        shutdown.clone(),
-    );
+    let incoming = connections;
     let ms = std::time::Duration::from_millis;
     // HTTP/2 bounds per connection (issue 8): streams beyond the limit are reset with
     // REFUSED_STREAM; dead peers are found by keepalive pings.
@@ -117,14 +187,14 @@ pub async fn run_with_clock(
         .add_service(reflection_v1alpha)
         .add_service(crate::services::work::server_until(
             node.clone(),
-            shutdown.clone(),
+            stop.clone(),
         ))
         .add_service(crate::services::log::server(node.clone()))
         .add_service(crate::services::federation::server(node.clone()))
         .add_service(crate::services::admin::server(node.clone()))
         .add_service(crate::services::run::server(node.clone()))
         .add_service(crate::services::envelope::server(node.clone()))
-        .serve_with_incoming_shutdown(incoming, shutdown.cancelled())
+        .serve_with_incoming_shutdown(incoming, stop.cancelled())
         .await
         .map_err(|e| Error::Internal(format!("serve: {e}")));
     health_reporter.set_not_serving::<pb::work::v1::work_service_server::WorkServiceServer<crate::services::work::WorkApi>>().await;
@@ -144,6 +214,12 @@ pub async fn run_with_clock(
         .await
         .ok();
     tracing::info!("accord node stopped");
+    if lease_lost.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(Error::NotWriter(
+            "this instance lost the writer's lease and stopped; restarted, it waits for the lease"
+                .into(),
+        ));
+    }
     result
 }
 

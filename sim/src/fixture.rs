@@ -61,6 +61,7 @@ pub fn orgs(dir: &Path, k: usize) -> Result<Vec<Org>, SimError> {
             name: name.to_string(),
             parties: vec![party.to_string()],
             listen: "127.0.0.1:0".into(),
+            sans: vec![],
         })
         .map_err(|e| setup("init", &e))?;
         let mut config = Config::load(&made.config).map_err(|e| setup("config", &e))?;

@@ -193,22 +193,29 @@ pub async fn tls_channel(
         .await?)
 }
 
-/// Waits until the gRPC health service reports SERVING.
+/// Waits until the gRPC health service reports SERVING. A server that answers NOT_SERVING — an
+/// instance on PostgreSQL that is a standby until it takes the writer's lease (issue 31) — is
+/// asked again every 20 ms for up to 60 s; any other answer or error ends the wait at once.
 pub async fn wait_serving(ch: Channel) -> Result<()> {
     use tonic_health::pb::{
         HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
     };
     let mut c = HealthClient::new(ch);
-    let r = c
-        .check(HealthCheckRequest {
-            service: String::new(),
-        })
-        .await?
-        .into_inner();
-    if r.status() == ServingStatus::Serving {
-        Ok(())
-    } else {
-        Err(anyhow!("health: {:?}", r.status()))
+    let started = std::time::Instant::now();
+    loop {
+        let r = c
+            .check(HealthCheckRequest {
+                service: String::new(),
+            })
+            .await?
+            .into_inner();
+        match r.status() {
+            ServingStatus::Serving => return Ok(()),
+            ServingStatus::NotServing if started.elapsed() < Duration::from_secs(60) => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            s => return Err(anyhow!("health: {s:?}")),
+        }
     }
 }
 
@@ -473,6 +480,25 @@ impl TestNode {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
+        }
+    }
+
+    /// Waits (polling) for the process to exit on its own within `timeout`; its exit status,
+    /// or an error naming the wait if it is still running.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> Result<std::process::ExitStatus> {
+        let started = std::time::Instant::now();
+        loop {
+            let Some(c) = self.child.as_mut() else {
+                return Err(anyhow!("the node is not running"));
+            };
+            if let Some(st) = c.try_wait()? {
+                self.child = None;
+                return Ok(st);
+            }
+            if started.elapsed() > timeout {
+                return Err(anyhow!("still running after {timeout:?}"));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 

@@ -213,8 +213,8 @@ impl Drop for TestPostgres {
 }
 
 /// Another instance of a node on the same database (issue 31): the same config — node key,
-/// parties, `[storage]` — on another ephemeral port. It binds its port at once, then waits at
-/// start-up for the writer's lease before it serves. Killed on drop.
+/// parties, `[storage]` — on another ephemeral port. It binds its port at once and answers there
+/// as a standby until it takes the writer's lease, then serves. Killed on drop.
 pub struct Instance {
     child: std::process::Child,
     /// Its gRPC address.
@@ -260,7 +260,8 @@ impl Instance {
         })
     }
 
-    /// A channel to it; connecting waits (up to the channel's timeout) until it serves.
+    /// A channel to it (a standby answers on it at once: health NOT_SERVING, calls refused
+    /// `not_writer`).
     pub async fn channel(&self) -> Result<tonic::transport::Channel> {
         crate::tls_channel(
             self.addr,
@@ -270,10 +271,13 @@ impl Instance {
         .await
     }
 
-    /// A WorkService client presenting the operator token.
+    /// A WorkService client presenting the operator token, once the instance serves as the
+    /// writer ([`crate::wait_serving`]).
     pub async fn work(&self) -> Result<crate::WorkClient> {
         let token = std::fs::read_to_string(self.dir.join("admin.token"))?;
-        Ok(crate::work_client(self.channel().await?, token.trim()))
+        let ch = self.channel().await?;
+        crate::wait_serving(ch.clone()).await?;
+        Ok(crate::work_client(ch, token.trim()))
     }
 
     /// Whether the process is still running.

@@ -340,6 +340,26 @@ fn deploy_files_name_only_binaries_flags_and_ports_that_exist() {
             }
         }
     }
+    // compose-ha/: acme's node as two instances on PostgreSQL (issue 31).
+    let compose_ha = yaml_docs("compose-ha/compose.yaml").remove(0);
+    for (name, s) in compose_ha["services"].as_mapping().expect("services") {
+        let name = name.as_str().unwrap();
+        if s["image"].as_str() != Some("accord") {
+            continue;
+        }
+        let src = format!("compose-ha/compose.yaml {name}");
+        invocations.extend(container_invocations(
+            &src,
+            strings(&s["entrypoint"]),
+            strings(&s["command"]),
+        ));
+        for p in strings(&s["ports"]) {
+            let container = p.rsplit(':').next().unwrap().parse().unwrap();
+            exposed.push((src.clone(), container));
+        }
+    }
+    let setup_ha = read("compose-ha/setup.sh");
+    invocations.extend(shell_invocations("compose-ha/setup.sh", &setup_ha));
     let setup = read("compose/setup.sh");
     invocations.extend(shell_invocations("compose/setup.sh", &setup));
     let mut listen_ports: BTreeSet<u16> = metrics_ports(&setup).into_iter().collect();
@@ -354,9 +374,15 @@ fn deploy_files_name_only_binaries_flags_and_ports_that_exist() {
 
     // Kubernetes: every document parses and has a kind; containers' commands, ports, probes.
     let mut kinds = BTreeSet::new();
-    for entry in std::fs::read_dir(deploy().join("kubernetes")).unwrap() {
-        let path = entry.unwrap().path();
-        let file = format!("kubernetes/{}", path.file_name().unwrap().to_string_lossy());
+    // kubernetes/: two organisations and a witness; kubernetes-ha/: one organisation's node as
+    // two instances on PostgreSQL (issue 31), whose database containers are not ours to check.
+    let k8s_files = ["kubernetes", "kubernetes-ha"].into_iter().flat_map(|d| {
+        std::fs::read_dir(deploy().join(d))
+            .unwrap()
+            .map(move |e| (d, e.unwrap().path()))
+    });
+    for (dir, path) in k8s_files {
+        let file = format!("{dir}/{}", path.file_name().unwrap().to_string_lossy());
         assert!(file.ends_with(".yaml"), "{file}");
         listen_ports.extend(metrics_ports(&read(&file)));
         for doc in yaml_docs(&file) {
@@ -369,9 +395,25 @@ fn deploy_files_name_only_binaries_flags_and_ports_that_exist() {
                 "{file}: no apiVersion"
             );
             kinds.insert(kind.clone());
+            let ours = |c: &serde_yaml::Value| c["image"].as_str() == Some("accord");
             let spec = &doc["spec"]["template"]["spec"];
+            let containers = spec["containers"]
+                .as_sequence()
+                .cloned()
+                .unwrap_or_default();
+            if (kind == "StatefulSet" && !containers.iter().any(ours))
+                || (kind == "Service"
+                    && doc["spec"]["selector"]["app.kubernetes.io/name"].as_str()
+                        == Some("postgres"))
+            {
+                // The database's own workload and Service (kubernetes-ha/).
+                continue;
+            }
             for key in ["initContainers", "containers"] {
                 for c in spec[key].as_sequence().cloned().unwrap_or_default() {
+                    if !ours(&c) {
+                        continue;
+                    }
                     let src = format!("{file} {}", c["name"].as_str().unwrap_or("?"));
                     invocations.extend(container_invocations(
                         &src,
@@ -459,6 +501,50 @@ fn deploy_files_name_only_binaries_flags_and_ports_that_exist() {
             listen_ports.contains(port),
             "{src}: port {port} is not one the daemons listen on ({listen_ports:?})"
         );
+    }
+}
+
+/// compose-ha/setup.sh (issue 31) writes one config for both instances, on PostgreSQL, that
+/// validates (its password file exists), with a certificate naming both instances.
+#[test]
+fn compose_ha_setup_writes_a_postgres_config_that_validates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("sh")
+        .arg(deploy().join("compose-ha/setup.sh"))
+        .env("ACCORD_DIR", tmp.path())
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "setup.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c = accord_node::config::Config::load(&tmp.path().join("acme/accord.toml")).unwrap();
+    assert_eq!(c.storage.backend, accord_node::config::Backend::Postgres);
+    assert_eq!(
+        c.storage.url.as_deref(),
+        Some("postgres://accord@postgres:5432/accord")
+    );
+    assert_eq!(c.listen.port(), 7443);
+    let out = Command::new("openssl")
+        .args(["x509", "-noout", "-ext", "subjectAltName", "-in"])
+        .arg(tmp.path().join("acme/tls/node.pem"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in ["acme-a.accord", "acme-b.accord", "acme.accord"] {
+        assert!(text.contains(name), "the certificate names {name}: {text}");
     }
 }
 

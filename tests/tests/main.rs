@@ -54,6 +54,7 @@ mod runs_access;
 mod runs_bounds;
 mod runs_liveness;
 mod scale_restart;
+mod storage_failover;
 mod storage_postgres;
 mod submit_batch;
 mod tls_reissue;

@@ -98,6 +98,7 @@ fn options(pg: &TestPostgres, holder: &str) -> PgOptions {
         ),
         lease_ms: 300,
         holder: holder.into(),
+        waiting: Default::default(),
     }
 }
 

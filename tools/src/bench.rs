@@ -90,19 +90,35 @@ pub struct AppendArgs {
 impl AppendArgs {
     /// The `[storage]` section the started node's config gets (empty: RocksDB, the default).
     fn storage_section(&self) -> Result<String> {
-        if self.backend != "postgres" {
-            return Ok(String::new());
-        }
         // The prefill writes the node's RocksDB directly (`import::bulk`).
-        anyhow::ensure!(self.open == 0, "--open fills a RocksDB ledger only");
-        let url = self.pg_url.as_ref().context("--pg-url")?;
-        let mut s = format!("\n[storage]\nbackend = \"postgres\"\nurl = {url:?}\n");
-        if let Some(p) = &self.pg_password_file {
-            let p = std::fs::canonicalize(p).with_context(|| format!("{}", p.display()))?;
-            s.push_str(&format!("password_file = {:?}\n", p.display().to_string()));
-        }
-        Ok(s)
+        anyhow::ensure!(
+            self.backend != "postgres" || self.open == 0,
+            "--open fills a RocksDB ledger only"
+        );
+        storage_section(
+            &self.backend,
+            self.pg_url.as_deref(),
+            self.pg_password_file.as_deref(),
+        )
     }
+}
+
+/// A started node's `[storage]` section for `--backend` (empty: RocksDB, the default).
+pub fn storage_section(
+    backend: &str,
+    pg_url: Option<&str>,
+    pg_password_file: Option<&std::path::Path>,
+) -> Result<String> {
+    if backend != "postgres" {
+        return Ok(String::new());
+    }
+    let url = pg_url.context("--pg-url")?;
+    let mut s = format!("\n[storage]\nbackend = \"postgres\"\nurl = {url:?}\n");
+    if let Some(p) = pg_password_file {
+        let p = std::fs::canonicalize(p).with_context(|| format!("{}", p.display()))?;
+        s.push_str(&format!("password_file = {:?}\n", p.display().to_string()));
+    }
+    Ok(s)
 }
 
 /// Fills the ledger of the node initialised under `root/name` (not running) with `n` open

@@ -234,7 +234,7 @@ pub async fn run(mut a: EnvelopeArgs, mut out: crate::output::Output) -> Result<
         Placement::Child
     };
     let tmp = tempfile::tempdir()?;
-    let (na, nb) = crate::inproc::start_pair(tmp.path(), placement, "").await?;
+    let (na, nb) = crate::inproc::start_pair(tmp.path(), placement, "", "").await?;
     budget(&na, "alice", "bench-src").await?;
     // alice holds both budgets (issue 27: a participant moves a budget only with its holder's
     // consent): she requests bench-dst from bob, and globex holds it once it arrives.

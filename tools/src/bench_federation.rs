@@ -91,6 +91,17 @@ pub struct FederationArgs {
     /// The name the running nodes' TLS certificates carry.
     #[arg(long, default_value = "localhost")]
     pub server_name: String,
+    /// The receiving node B's store: `rocksdb` (its default) or `postgres` (issue 31; with
+    /// --pg-url, and --pg-password-file unless the server trusts the connection): B writes
+    /// each envelope's records and their admission declarations, the write side of federation.
+    #[arg(long, default_value = "rocksdb", value_parser = ["rocksdb", "postgres"], conflicts_with = "node_a")]
+    pub backend: String,
+    /// With --backend postgres: B's database, `postgres://user@host:port/db` (no password).
+    #[arg(long, required_if_eq("backend", "postgres"))]
+    pub pg_url: Option<String>,
+    /// With --backend postgres: a file holding the database password.
+    #[arg(long)]
+    pub pg_password_file: Option<std::path::PathBuf>,
 }
 
 /// Who the records are from and for: A's party and B's, and a prefix that makes this run's
@@ -183,7 +194,14 @@ pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Resul
             InProcNode::running(da, ua, &a.server_name)?,
             InProcNode::running(db, ub, &a.server_name)?,
         ),
-        _ => crate::inproc::start_pair(tmp.path(), placement, &extra).await?,
+        _ => {
+            let b_storage = crate::bench::storage_section(
+                &a.backend,
+                a.pg_url.as_deref(),
+                a.pg_password_file.as_deref(),
+            )?;
+            crate::inproc::start_pair(tmp.path(), placement, &extra, &b_storage).await?
+        }
     };
     let remote = a.node_a.is_some();
     let alice: Signer = na.party(&a.party_a)?;
@@ -366,6 +384,7 @@ pub async fn run(mut a: FederationArgs, mut out: crate::output::Output) -> Resul
             "bench": "federation",
             "records": a.records,
             "quick": a.quick,
+            "backend_b": a.backend,
             "placement": if remote { "remote" } else if a.in_process { "in_process" } else { "child_process" },
             "verify_batch_per_s_1core": verify,
             "ratio": rate / verify,

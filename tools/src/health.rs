@@ -1,6 +1,6 @@
 //! `accordctl health`: a gRPC health check (grpc.health.v1) over TLS, for probes (Kubernetes exec
 //! probes, compose healthchecks) and people. Exit 0 when the node (or witness) answers SERVING,
-//! 1 otherwise, with what to check next.
+//! 1 otherwise, with what to check next. `--alive` also accepts NOT_SERVING (a standby).
 
 use anyhow::{Result, anyhow};
 use clap::Args;
@@ -24,6 +24,10 @@ pub struct HealthArgs {
     /// The service to ask about (default: the server as a whole).
     #[arg(long, default_value = "")]
     pub service: String,
+    /// Exit 0 when the server answers at all, SERVING or NOT_SERVING: a liveness probe, which a
+    /// standby waiting for the writer's lease (NOT_SERVING) passes (issue 31).
+    #[arg(long)]
+    pub alive: bool,
 }
 
 /// Runs the check.
@@ -44,7 +48,9 @@ pub async fn run(a: HealthArgs, out: Output) -> Result<()> {
     } else {
         println!("{}: {status}", a.node);
     }
-    if r.status() == tonic_health::pb::health_check_response::ServingStatus::Serving {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    if r.status() == ServingStatus::Serving || (a.alive && r.status() == ServingStatus::NotServing)
+    {
         Ok(())
     } else {
         Err(anyhow!("{} is not serving ({status})", a.node))

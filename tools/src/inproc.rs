@@ -352,6 +352,7 @@ pub fn init_node(
         name: name.into(),
         parties: parties.iter().map(|p| p.to_string()).collect(),
         listen: "127.0.0.1:0".into(),
+        sans: vec![],
     })?;
     Ok((made.config, made.vkey))
 }
@@ -403,11 +404,13 @@ pub async fn add_peer(node: &InProcNode, other: &InProcNode, parties: &[&str]) -
 
 /// The two-organisation set-up of `bench federation` and `bench envelope`: acme (party alice)
 /// and globex (party bob), started under `dir` as `placement` says with quick federation
-/// retries, each waited for until it serves, then peered both ways.
+/// retries, each waited for until it serves, then peered both ways. `b_extra` goes at the end of
+/// globex's config only (its `[storage]`, for `bench federation --backend`).
 pub async fn start_pair(
     dir: &std::path::Path,
     placement: Placement,
     federation_extra: &str,
+    b_extra: &str,
 ) -> Result<(InProcNode, InProcNode)> {
     let extra = federation_extra.to_string();
     let tune = move |t: &mut String| {
@@ -416,8 +419,16 @@ pub async fn start_pair(
         );
         t.push_str(&extra);
     };
-    let na = InProcNode::start_placed(dir, "acme", &["alice"], tune.clone(), placement).await?;
-    let nb = InProcNode::start_placed(dir, "globex", &["bob"], tune, placement).await?;
+    let b_extra = b_extra.to_string();
+    let tune_b = {
+        let tune = tune.clone();
+        move |t: &mut String| {
+            tune(t);
+            t.push_str(&b_extra);
+        }
+    };
+    let na = InProcNode::start_placed(dir, "acme", &["alice"], tune, placement).await?;
+    let nb = InProcNode::start_placed(dir, "globex", &["bob"], tune_b, placement).await?;
     for n in [&na, &nb] {
         // Poll until it serves (no fixed sleep stands in for readiness).
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);

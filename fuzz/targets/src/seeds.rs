@@ -312,6 +312,7 @@ fn configs(out: &mut Out) {
         name: "acme".into(),
         parties: vec!["alice".into()],
         listen: "127.0.0.1:0".into(),
+        sans: vec![],
     })
     .expect("node init");
     accord_witness::init::init(&accord_witness::init::InitOptions {

@@ -206,7 +206,8 @@ impl Config {
                     format!("duplicate organisation {:?}", p.name),
                 ));
             }
-            check_endpoint(&format!("peers[{i}].endpoint"), &p.endpoint)?;
+            crate::ident::endpoints(&p.endpoint)
+                .map_err(|r| err(format!("peers[{i}].endpoint"), r))?;
             if p.vkeys.is_empty() {
                 return Err(err(
                     format!("peers[{i}].vkeys"),

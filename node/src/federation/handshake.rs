@@ -68,7 +68,15 @@ pub fn is_transport(msg: &str) -> bool {
 /// sends the HTTP/2 preface and reads the peer's first answer: `Some(cause)` when the peer
 /// refused us or could not be reached, `None` when it accepted (or the probe could not run).
 pub async fn probe(cx: &FedContext, peer: &Peer, timeout: Duration) -> Option<String> {
-    let uri: http::Uri = peer.record.endpoint.parse().ok()?;
+    // The first of a peer's endpoints (the one its operator lists first: its usual writer).
+    let uri: http::Uri = peer
+        .record
+        .endpoint
+        .split(',')
+        .next()?
+        .trim()
+        .parse()
+        .ok()?;
     let host = uri
         .host()?
         .trim_start_matches('[')

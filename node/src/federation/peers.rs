@@ -44,7 +44,8 @@ pub struct PeerKey {
 pub struct PeerRecord {
     /// The organisation name.
     pub name: String,
-    /// Its gRPC endpoint (`https://host:port`).
+    /// Its gRPC endpoint (`https://host:port`), or several separated by commas: the instances
+    /// of its node, tried in order until one answers (issue 31).
     pub endpoint: String,
     /// Keys that sign its records and envelopes.
     pub keys: Vec<PeerKey>,
@@ -144,14 +145,8 @@ impl Peer {
                 format!("{:?}: use 1-64 of [A-Za-z0-9._-]", record.name),
             ));
         }
-        match record.endpoint.parse::<http::Uri>() {
-            Ok(u) if u.scheme_str() == Some("https") && u.host().is_some() => {}
-            _ => {
-                return Err(Error::invalid(
-                    "peer.endpoint",
-                    format!("{:?}: expected https://host:port", record.endpoint),
-                ));
-            }
+        if let Err(why) = crate::ident::endpoints(&record.endpoint) {
+            return Err(Error::invalid("peer.endpoint", why));
         }
         if record.keys.is_empty() {
             return Err(Error::invalid("peer.keys", "at least one key is required"));

@@ -199,6 +199,7 @@ async fn pair(batch: usize, window: usize) -> Pair {
             name: name.into(),
             parties: vec![party.into()],
             listen: "127.0.0.1:0".into(),
+            sans: vec![],
         })
         .unwrap();
         let mut config = crate::config::Config::load(&init.config).unwrap();
@@ -233,6 +234,7 @@ async fn pair(batch: usize, window: usize) -> Pair {
         let transports = Transports {
             peers: Some(pipe.clone() as Arc<dyn PeerTransport>),
             witnesses: Some(Vec::new()),
+            ..Default::default()
         };
         let opened = crate::node::open_with(config, Clock::system(), transports)
             .await
@@ -483,6 +485,7 @@ fn made_config() -> (tempfile::TempDir, crate::config::Config) {
         name: "acme".into(),
         parties: vec!["alice".into()],
         listen: "127.0.0.1:0".into(),
+        sans: vec![],
     })
     .unwrap();
     let config = crate::config::Config::load(&init.config).unwrap();

@@ -18,7 +18,8 @@ use accord_proto::pb::log::v1::{GetConsistencyProofRequest, GetConsistencyProofR
 use futures::future::BoxFuture;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tonic::Status;
 use tonic::transport::Channel;
@@ -45,14 +46,53 @@ pub trait PeerTransport: Send + Sync + std::fmt::Debug {
     ) -> BoxFuture<'_, Result<GetConsistencyProofResponse, Status>>;
 }
 
-/// The daemon's transport: mutual-TLS gRPC, one channel per peer, rebuilt when the peer's
-/// endpoint, CA or pin changes.
+/// The daemon's transport: mutual-TLS gRPC, one channel per peer endpoint, rebuilt when the
+/// peer's endpoints, CA or pin change. A peer listing several endpoints (the instances of one
+/// organisation's node on a shared database, issue 31) is called at the one that answered last;
+/// when it is UNAVAILABLE (not listening, or a standby refusing with `not_writer`) the next is
+/// tried, and the one that answers is kept. Every call federation makes is idempotent at the
+/// peer (a record is admitted once by its id), so trying the next endpoint delivers nothing twice.
 #[derive(Debug)]
 pub struct GrpcPeers {
     cert: PathBuf,
     key: PathBuf,
     request_timeout: Duration,
-    channels: Mutex<HashMap<String, (String, Channel)>>,
+    channels: Mutex<HashMap<String, (String, Endpoints)>>,
+}
+
+/// One peer's channels, in its configured order, and the index of the one that answered last.
+#[derive(Debug, Clone)]
+struct Endpoints {
+    channels: Arc<Vec<Channel>>,
+    current: Arc<AtomicUsize>,
+}
+
+impl Endpoints {
+    /// Calls `f` on the current channel, then on the others in order while it is UNAVAILABLE.
+    async fn call<T, F, Fut>(self, f: F) -> Result<T, Status>
+    where
+        F: Fn(Channel) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Status>>,
+    {
+        let n = self.channels.len();
+        let start = self.current.load(Ordering::Relaxed) % n.max(1);
+        let mut last = Status::unavailable("the peer lists no endpoint");
+        for i in 0..n {
+            let at = (start + i) % n;
+            match f(self.channels[at].clone()).await {
+                Ok(v) => {
+                    if i > 0 {
+                        tracing::info!(endpoint = at, "peer answered at another endpoint");
+                        self.current.store(at, Ordering::Relaxed);
+                    }
+                    return Ok(v);
+                }
+                Err(s) if s.code() == tonic::Code::Unavailable && i + 1 < n => last = s,
+                Err(s) => return Err(s),
+            }
+        }
+        Err(last)
+    }
 }
 
 impl GrpcPeers {
@@ -67,8 +107,9 @@ impl GrpcPeers {
         }
     }
 
-    /// A channel to `peer` (cached per peer while its endpoint, CA and pin stay the same).
-    pub fn channel(&self, peer: &Peer) -> Result<Channel, Status> {
+    /// The channels to `peer`'s endpoints (cached per peer while its endpoints, CA and pin
+    /// stay the same).
+    fn endpoints(&self, peer: &Peer) -> Result<Endpoints, Status> {
         let key = format!(
             "{}\n{}\n{}",
             peer.record.endpoint, peer.record.tls_pem, peer.record.pin_sha256
@@ -77,30 +118,43 @@ impl GrpcPeers {
             .channels
             .lock()
             .map_err(|_| Status::internal("peer channel cache poisoned"))?;
-        if let Some((k, ch)) = m.get(peer.name())
+        if let Some((k, e)) = m.get(peer.name())
             && *k == key
         {
-            return Ok(ch.clone());
+            return Ok(e.clone());
         }
-        let ch = crate::tls::peer_channel(
-            &peer.record.endpoint,
-            &peer.record.tls_pem,
-            &peer.record.pin_sha256,
-            &self.cert,
-            &self.key,
-            Duration::from_secs(3),
-            self.request_timeout,
-        )
-        .map_err(|e| Status::unavailable(format!("cannot build a channel to the peer: {e}")))?;
-        m.insert(peer.name().to_string(), (key, ch.clone()));
-        Ok(ch)
+        let list = crate::ident::endpoints(&peer.record.endpoint)
+            .map_err(|e| Status::unavailable(format!("the peer's endpoint: {e}")))?;
+        let mut channels = Vec::with_capacity(list.len());
+        for endpoint in list {
+            channels.push(
+                crate::tls::peer_channel(
+                    endpoint,
+                    &peer.record.tls_pem,
+                    &peer.record.pin_sha256,
+                    &self.cert,
+                    &self.key,
+                    Duration::from_secs(3),
+                    self.request_timeout,
+                )
+                .map_err(|e| {
+                    Status::unavailable(format!("cannot build a channel to the peer: {e}"))
+                })?,
+            );
+        }
+        let e = Endpoints {
+            channels: Arc::new(channels),
+            current: Arc::default(),
+        };
+        m.insert(peer.name().to_string(), (key, e.clone()));
+        Ok(e)
     }
+}
 
-    fn client(&self, peer: &Peer) -> Result<FederationServiceClient<Channel>, Status> {
-        Ok(FederationServiceClient::new(self.channel(peer)?)
-            .max_decoding_message_size(super::MAX_MESSAGE)
-            .max_encoding_message_size(super::MAX_MESSAGE))
-    }
+fn federation(ch: Channel) -> FederationServiceClient<Channel> {
+    FederationServiceClient::new(ch)
+        .max_decoding_message_size(super::MAX_MESSAGE)
+        .max_encoding_message_size(super::MAX_MESSAGE)
 }
 
 impl PeerTransport for GrpcPeers {
@@ -109,8 +163,14 @@ impl PeerTransport for GrpcPeers {
         peer: &Peer,
         req: DeliverRequest,
     ) -> BoxFuture<'_, Result<DeliverResponse, Status>> {
-        let client = self.client(peer);
-        Box::pin(async move { Ok(client?.deliver(req).await?.into_inner()) })
+        let e = self.endpoints(peer);
+        Box::pin(async move {
+            e?.call(|ch| {
+                let req = req.clone();
+                async move { Ok(federation(ch).deliver(req).await?.into_inner()) }
+            })
+            .await
+        })
     }
 
     fn get_receipts(
@@ -118,8 +178,14 @@ impl PeerTransport for GrpcPeers {
         peer: &Peer,
         req: GetReceiptsRequest,
     ) -> BoxFuture<'_, Result<GetReceiptsResponse, Status>> {
-        let client = self.client(peer);
-        Box::pin(async move { Ok(client?.get_receipts(req).await?.into_inner()) })
+        let e = self.endpoints(peer);
+        Box::pin(async move {
+            e?.call(|ch| {
+                let req = req.clone();
+                async move { Ok(federation(ch).get_receipts(req).await?.into_inner()) }
+            })
+            .await
+        })
     }
 
     fn consistency_proof(
@@ -127,12 +193,18 @@ impl PeerTransport for GrpcPeers {
         peer: &Peer,
         req: GetConsistencyProofRequest,
     ) -> BoxFuture<'_, Result<GetConsistencyProofResponse, Status>> {
-        let ch = self.channel(peer);
+        let e = self.endpoints(peer);
         Box::pin(async move {
-            Ok(LogServiceClient::new(ch?)
-                .get_consistency_proof(req)
-                .await?
-                .into_inner())
+            e?.call(|ch| {
+                let req = req.clone();
+                async move {
+                    Ok(LogServiceClient::new(ch)
+                        .get_consistency_proof(req)
+                        .await?
+                        .into_inner())
+                }
+            })
+            .await
         })
     }
 }

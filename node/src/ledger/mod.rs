@@ -21,7 +21,7 @@ mod tiles;
 mod writer;
 
 pub use machine::{AcceptAll, AppendResult, Machine, Outcome};
-pub use store::postgres::{Pg, PgOptions};
+pub use store::postgres::{Pg, PgOptions, Waiting};
 pub use store::{Batch, Kv, LeafScanNodes, OneByOneNodes, Store, TreeNodes};
 
 /// The time the kernel applied `entry` at (its `now`; issue 26): the author node's time for a

@@ -135,7 +135,7 @@ impl AdminService for AdminApi {
             .ok_or_else(|| Error::invalid("peer", "required"))?;
         // Input bounds (issue 8): nothing is stored for a bad name or endpoint.
         crate::ident::name(&p.name).map_err(|r| Error::invalid("peer.name", r))?;
-        crate::ident::endpoint(&p.endpoint).map_err(|r| Error::invalid("peer.endpoint", r))?;
+        crate::ident::endpoints(&p.endpoint).map_err(|r| Error::invalid("peer.endpoint", r))?;
         tracing::Span::current().record("peer", &p.name);
         let rec = PeerRecord::from_pb(&p);
         let name = p.name.clone();

@@ -274,6 +274,7 @@ mod tests {
             name: "acme".into(),
             parties: vec!["alice".into(), "bob".into()],
             listen: "127.0.0.1:0".into(),
+            sans: vec![],
         })
         .unwrap();
         let config = crate::config::Config::load(&made.config).unwrap();

@@ -487,6 +487,7 @@ mod received_tests {
             name: "acme".into(),
             parties: vec!["alice".into(), "bob".into(), "carol".into()],
             listen: "127.0.0.1:0".into(),
+            sans: vec![],
         })
         .unwrap();
         let config = crate::config::Config::load(&made.config).unwrap();

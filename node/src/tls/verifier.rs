@@ -23,6 +23,11 @@ pub struct DynamicClientVerifier {
     required: bool,
     provider: Arc<rustls::crypto::CryptoProvider>,
     current: RwLock<Trusted>,
+    /// While the instance is a standby (issue 31): client certificates are asked for even with
+    /// nothing trusted yet (peers' CAs load when the node opens), so a peer's handshake fails
+    /// and its sender moves to another endpoint, rather than completing without its identity
+    /// on a connection the node would then serve.
+    standby: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -39,9 +44,16 @@ impl DynamicClientVerifier {
             required,
             provider: provider(),
             current: RwLock::new(Trusted::default()),
+            standby: std::sync::atomic::AtomicBool::new(false),
         });
         v.set_peer_certs(Vec::new());
         v
+    }
+
+    /// Marks the instance a standby (true) or the node (false); see `standby`.
+    pub fn set_standby(&self, standby: bool) {
+        self.standby
+            .store(standby, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Replaces the peers' certificates (CAs, or pinned leaves).
@@ -81,6 +93,7 @@ impl DynamicClientVerifier {
 impl ClientCertVerifier for DynamicClientVerifier {
     fn offer_client_auth(&self) -> bool {
         self.required
+            || self.standby.load(std::sync::atomic::Ordering::SeqCst)
             || self
                 .current
                 .read()

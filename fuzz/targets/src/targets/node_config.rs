@@ -16,6 +16,7 @@ fn base() -> &'static PathBuf {
                 name: "acme".into(),
                 parties: vec!["alice".into()],
                 listen: "127.0.0.1:0".into(),
+                sans: vec![],
             })
             .expect("init");
         }

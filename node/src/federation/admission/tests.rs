@@ -29,6 +29,7 @@ async fn receiver(acme_key: &Signer) -> Receiver {
         name: "globex".into(),
         parties: vec!["bob".into()],
         listen: "127.0.0.1:0".into(),
+        sans: vec![],
     })
     .unwrap();
     let config = crate::config::Config::load(&made.config).unwrap();

@@ -42,6 +42,17 @@ pub struct PgOptions {
     pub lease_ms: u64,
     /// This instance's name in the lease row (logs and the `not_writer` status name it).
     pub holder: String,
+    /// While waiting for the lease: who holds it, and when to give up.
+    pub waiting: Waiting,
+}
+
+/// What an instance waiting for the writer's lease reports and obeys (a standby, issue 31).
+#[derive(Clone, Default)]
+pub struct Waiting {
+    /// Set to the lease row's holder each time the instance finds the lease taken.
+    pub holder: Option<Arc<tokio::sync::watch::Sender<String>>>,
+    /// Cancelled to stop waiting (the instance is shutting down): the open fails `unavailable`.
+    pub stop: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl std::fmt::Debug for PgOptions {
@@ -99,6 +110,11 @@ pub struct Pg {
     paused: Arc<AtomicBool>,
     released: AtomicBool,
     renewals: Arc<AtomicU64>,
+    /// Cancelled once this instance no longer holds the lease: a renewal found the epoch
+    /// changed, or none succeeded within the lease's length by this process's own clock
+    /// (counted from when the last successful renewal was sent, so it ends no later than the
+    /// database's expiry). The node stops on it ([`Pg::lease_lost`]).
+    lost: tokio_util::sync::CancellationToken,
 }
 
 impl std::fmt::Debug for Pg {
@@ -206,7 +222,21 @@ impl Pg {
                 let row = write.query_one(HOLDER, &[]).await.map_err(pg)?;
                 let (holder, epoch): (String, i64) = (row.get(0), row.get(1));
                 tracing::info!(holder, epoch, "waiting for the writer's lease");
-                tokio::time::sleep(Duration::from_millis((o.lease_ms / 4).max(50))).await;
+                if let Some(seen) = &o.waiting.holder {
+                    seen.send_replace(holder);
+                }
+                let pause = tokio::time::sleep(Duration::from_millis((o.lease_ms / 4).max(50)));
+                match &o.waiting.stop {
+                    Some(stop) => tokio::select! {
+                        _ = pause => {}
+                        _ = stop.cancelled() => {
+                            return Err(Error::Unavailable(
+                                "stopped while waiting for the writer's lease".into(),
+                            ));
+                        }
+                    },
+                    None => pause.await,
+                }
             };
             Ok::<_, Error>((reads, write, epoch))
         })?;
@@ -221,46 +251,76 @@ impl Pg {
             paused: Arc::default(),
             released: AtomicBool::new(false),
             renewals: Arc::default(),
+            lost: tokio_util::sync::CancellationToken::new(),
         };
         pg.renew_in_background(lease_ms);
         Ok(pg)
     }
 
-    /// Renews the lease every third of its length while it is ours.
+    /// Renews the lease every third of its length while it is ours. The lease is lost (and
+    /// [`Pg::lease_lost`] fires) when a renewal finds the epoch changed, or when no renewal
+    /// succeeded for the lease's length: by then the database may have let another instance
+    /// take it, and this one must stop acting as the writer (issue 31, item 2).
     fn renew_in_background(&self, lease_ms: u64) {
-        let (write, held, paused, renewals) = (
+        let (write, held, paused, renewals, lost) = (
             self.write.clone(),
             self.held.clone(),
             self.paused.clone(),
             self.renewals.clone(),
+            self.lost.clone(),
         );
         let epoch = self.epoch as i64;
         if let Some(rt) = &self.rt {
             rt.spawn(async move {
+                let lease = Duration::from_millis(lease_ms);
                 let every = Duration::from_millis((lease_ms / 3).max(10));
+                // The lease was taken (or last renewed) no earlier than this.
+                let mut valid_until = std::time::Instant::now() + lease;
                 while held.load(Ordering::SeqCst) {
                     tokio::time::sleep(every).await;
                     if paused.load(Ordering::SeqCst) {
                         continue;
                     }
-                    let r = write
-                        .lock()
-                        .await
-                        .execute(RENEW, &[&epoch, &(lease_ms as i64)])
-                        .await;
+                    let sent = std::time::Instant::now();
+                    let renew = async {
+                        write
+                            .lock()
+                            .await
+                            .execute(RENEW, &[&epoch, &(lease_ms as i64)])
+                            .await
+                    };
+                    // A renewal that hangs past the lease counts as failed.
+                    let left = valid_until.saturating_duration_since(sent);
+                    let r = tokio::time::timeout(left.max(every), renew).await;
                     match r {
-                        Ok(1) => {
+                        Ok(Ok(1)) => {
                             renewals.fetch_add(1, Ordering::Relaxed);
+                            valid_until = sent + lease;
                         }
-                        Ok(_) => {
+                        Ok(Ok(_)) => {
                             tracing::error!(epoch, "writer's lease lost: another instance took it");
                             held.store(false, Ordering::SeqCst);
                         }
-                        Err(e) => tracing::warn!(error = %e, "writer's lease not renewed"),
+                        Ok(Err(e)) => tracing::warn!(error = %e, "writer's lease not renewed"),
+                        Err(_) => tracing::warn!("writer's lease renewal timed out"),
+                    }
+                    if held.load(Ordering::SeqCst) && std::time::Instant::now() >= valid_until {
+                        tracing::error!(
+                            epoch,
+                            "writer's lease lost: not renewed within its length"
+                        );
+                        held.store(false, Ordering::SeqCst);
                     }
                 }
+                lost.cancel();
             });
         }
+    }
+
+    /// Fires once this instance no longer holds the writer's lease (it was taken by another
+    /// instance, not renewed in time, or released).
+    pub fn lease_lost(&self) -> tokio_util::sync::CancellationToken {
+        self.lost.clone()
     }
 
     /// The lease's epoch this instance writes under.
