@@ -51,11 +51,31 @@ impl TestNode {
             shutdown,
             task: Some(task),
         });
-        eventually(Duration::from_secs(60), || async {
-            let ch = self.channel().await.ok()?;
-            wait_serving(ch).await.ok()
+        // Not serving yet is retried; the node task ending (a store it cannot open, a config it
+        // refuses) fails the wait at once, with the task's own error.
+        let ready = eventually(Duration::from_secs(60), || async {
+            if self
+                .inproc
+                .as_ref()
+                .and_then(|p| p.task.as_ref())
+                .is_some_and(|t| t.is_finished())
+            {
+                return Err(anyhow!("the node task ended before it served"));
+            }
+            let Ok(ch) = self.channel().await else {
+                return Ok(None);
+            };
+            Ok(wait_serving(ch).await.ok())
         })
-        .await?;
+        .await;
+        if let Err(e) = ready {
+            if let Some(t) = self.inproc.as_mut().and_then(|p| p.task.take())
+                && t.is_finished()
+            {
+                return Err(anyhow!("{e:#}: {:?}", t.await?));
+            }
+            return Err(e);
+        }
         Ok(())
     }
 

@@ -97,8 +97,17 @@ async fn every_read_command_answers_json() {
         .await
         .unwrap();
     assert_eq!(outcome(&got[1]), r#"["quarantined", "unproven"]"#);
-    let refused = peer.deliver(peer.envelope("initech", vec![], 2)).await;
-    assert!(refused.is_err());
+    // Addressed to initech: refused whole (seed 000, "Federation admission"), the code listed
+    // by `refusals` below.
+    let refused = peer
+        .deliver(peer.envelope("initech", vec![], 2))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (refused.code(), accord_tests::reason(&refused).as_str()),
+        (tonic::Code::PermissionDenied, "wrong_receiver"),
+        "{refused:?}"
+    );
 
     // status (top level and under admin), with the quarantine and the peer.
     let token = |n: &TestNode| {

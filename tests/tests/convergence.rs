@@ -800,20 +800,25 @@ async fn requested_without_initech(c: &str, r: Record) -> (Org, Org, Org) {
 
 /// Waits until initech holds `c` as carol reads it (her own token), within [`SETTLE`].
 async fn carol_sees(x: &Org, c: &str) -> work::GetCommitmentResponse {
-    let got = accord_tests::eventually(SETTLE, || async {
-        let mut w = x.node.work_party("carol").await.ok()?;
-        w.get_commitment(work::GetCommitmentRequest {
-            commitment_id: c.into(),
-        })
-        .await
-        .ok()
-        .map(|r| r.into_inner())
+    // NOT_FOUND is "not arrived yet" (or not hers yet); any other answer fails the wait at once.
+    let w = x.node.work_party("carol").await.unwrap();
+    let got = accord_tests::eventually(SETTLE, || {
+        let mut w = w.clone();
+        async move {
+            accord_tests::not_yet(
+                w.get_commitment(work::GetCommitmentRequest {
+                    commitment_id: c.into(),
+                })
+                .await,
+                &[tonic::Code::NotFound],
+            )
+        }
     })
     .await;
     match got {
         Ok(v) => v,
         Err(e) => panic!(
-            "initech never received {c} (GetCommitment as carol: {e}); operator's view: {:?}",
+            "initech never received {c} (GetCommitment as carol: {e:#}); operator's view: {:?}",
             view(&x.node, c).await.map(|v| v.state)
         ),
     }

@@ -257,8 +257,16 @@ async fn rejected_records_are_bounded_per_peer_and_name_no_sender_data() {
         .deliver(peer.envelope("globex", (0..257).map(&bad).collect(), 1))
         .await
         .unwrap_err();
-    assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e}");
-    assert!(e.message().contains("too_many_rejections"), "{e}");
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (tonic::Code::ResourceExhausted, "resource_exhausted"),
+        "{e:?}"
+    );
+    assert!(
+        e.message()
+            .contains("too_many_rejections: 257 records of this envelope would be rejected"),
+        "{e}"
+    );
     assert!(ledger(&b).await.is_empty());
 
     // Within the budget: rejected and declared — under `federation:acme`, not the sender's id.

@@ -557,14 +557,16 @@ async fn run_at_globex_executing_acme_commitment_is_seen_at_acme() {
     let seen = accord_tests::eventually(WAIT, || {
         let mut alice = alice.clone();
         async move {
-            let g = alice
-                .get_run(pb::GetRunRequest {
-                    run: "exec-1".into(),
-                })
-                .await
-                .ok()?
-                .into_inner();
-            (g.state == num("completed")).then_some(g)
+            // NOT_FOUND until the run reaches acme; any other refusal fails the wait at once.
+            let g = accord_tests::not_yet(
+                alice
+                    .get_run(pb::GetRunRequest {
+                        run: "exec-1".into(),
+                    })
+                    .await,
+                &[tonic::Code::NotFound],
+            )?;
+            Ok::<_, tonic::Status>(g.filter(|g| g.state == num("completed")))
         }
     })
     .await

@@ -269,7 +269,12 @@ async fn writing_a_record_grants_no_reading() {
     let mut carol = client(&n, &n.party_token("carol")).await;
     assert!(applied(&start(&mut alice, "a1", "", "").await));
     assert!(applied(&go(&mut alice, "a1", "running", None).await));
-    assert!(write(&mut alice, "action", "a1").await.is_ok());
+    assert!(applied(
+        &write(&mut alice, "action", "a1")
+            .await
+            .unwrap()
+            .into_inner()
+    ));
     let before = get(&mut alice, "a1").await;
     let records = ledger(&n).await.len();
     let event = refused(write(&mut carol, "audit_event", "a1").await);

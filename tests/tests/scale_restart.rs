@@ -330,7 +330,16 @@ fn the_block_cache_size_is_validated() -> Result<()> {
         assert_eq!(e.field, "storage.block_cache_mib", "{bad}: {e}");
         assert!(e.reason.contains("between 1 and 65536"), "{bad}: {e}");
     }
-    // Not a number at all: the TOML error names the line.
-    assert!(load("[storage]\nblock_cache_mib = -1\n")?.is_err());
+    // Not a number the field can hold: the TOML error names the line, counted here from the
+    // text written.
+    let e = load("[storage]\nblock_cache_mib = -1\n")?
+        .err()
+        .context("-1 accepted")?;
+    let line = std::fs::read_to_string(&cfg)?
+        .lines()
+        .position(|l| l == "block_cache_mib = -1")
+        .context("the line written")?
+        + 1;
+    assert_eq!(e.field, format!("line {line}"), "{e}");
     Ok(())
 }

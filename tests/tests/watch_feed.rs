@@ -13,7 +13,6 @@ use accord_tests::TestNode;
 use federation_common::{declare, ledger, party, record};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 /// A deadline guard for stream messages (not a timing assertion).
 const WAIT: Duration = Duration::from_secs(30);
@@ -21,34 +20,16 @@ const T0: i64 = 1_900_000_000_000;
 /// The request's due time.
 const DUE: i64 = T0 + 60_000;
 
-/// An in-process node over a TestNode's directory, on a driven clock.
-struct Driven {
-    shutdown: CancellationToken,
-    task: tokio::task::JoinHandle<Result<(), accord_node::Error>>,
-}
-
-async fn acme() -> (TestNode, Driven, Arc<ManualClock>) {
-    let mut n = TestNode::builder("acme")
+async fn acme() -> (TestNode, Arc<ManualClock>) {
+    let (clock, manual) = Clock::manual(T0);
+    let n = TestNode::builder("acme")
         .party("alice")
         .party("bob")
         .config(|t, _| *t = t.replace("tick_ms = 1000", "tick_ms = 20"))
-        .init()
-        .unwrap();
-    let (clock, manual) = Clock::manual(T0);
-    let config = accord_node::config::Config::load(&n.dir.join("accord.toml")).expect("config");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    n.addr = listener.local_addr().unwrap();
-    let shutdown = CancellationToken::new();
-    let task = tokio::spawn(accord_node::run_with_clock(
-        config,
-        listener,
-        shutdown.clone(),
-        clock,
-    ));
-    accord_tests::wait_serving(n.channel().await.unwrap())
+        .start_with_clock(clock)
         .await
         .unwrap();
-    (n, Driven { shutdown, task }, manual)
+    (n, manual)
 }
 
 /// alice asks bob for `id`, due at [`DUE`].
@@ -91,7 +72,7 @@ fn seen(s: &work::WatchCommitmentsResponse) -> (&str, &str, &str, Vec<&str>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_sees_a_record_made_after_it_started_and_a_flag_raised_by_time() {
-    let (n, d, clock) = acme().await;
+    let (mut n, clock) = acme().await;
     declare(&n, "alice", asked("c-1")).await;
     let mut alice = n.work_party("alice").await.unwrap();
     let mut watch = alice
@@ -161,7 +142,6 @@ async fn a_watch_sees_a_record_made_after_it_started_and_a_flag_raised_by_time()
             ("c-2", "initial", "requested", vec!["overdue"]),
         ]
     );
-    d.shutdown.cancel();
-    d.task.await.unwrap().unwrap();
+    n.stop_inproc().await.unwrap();
     drop((watch, all));
 }

@@ -12,54 +12,23 @@ use accord_tests::{TestNode, WorkClient, field};
 use federation_common::{declare, decode, id_of, ledger, party, record, signer, submit};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 /// A deadline guard for stream messages (not a timing assertion).
 const WAIT: Duration = Duration::from_secs(30);
 const T0: i64 = 1_900_000_000_000;
 
-/// An in-process node over a TestNode's directory, on a driven clock.
-struct Driven {
-    shutdown: CancellationToken,
-    task: tokio::task::JoinHandle<Result<(), accord_node::Error>>,
-}
-
-impl Driven {
-    async fn start(n: &mut TestNode, clock: Clock) -> Driven {
-        let config = accord_node::config::Config::load(&n.dir.join("accord.toml")).expect("config");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        n.addr = listener.local_addr().unwrap();
-        let shutdown = CancellationToken::new();
-        let task = tokio::spawn(accord_node::run_with_clock(
-            config,
-            listener,
-            shutdown.clone(),
-            clock,
-        ));
-        accord_tests::wait_serving(n.channel().await.unwrap())
-            .await
-            .unwrap();
-        Driven { shutdown, task }
-    }
-
-    async fn stop(self) {
-        self.shutdown.cancel();
-        self.task.await.unwrap().unwrap();
-    }
-}
-
 /// acme with alice, bob and carol, ticking every 20 ms of real time on a clock at `T0`.
-async fn acme() -> (TestNode, Driven, Arc<ManualClock>) {
-    let mut n = TestNode::builder("acme")
+async fn acme() -> (TestNode, Arc<ManualClock>) {
+    let (clock, manual) = Clock::manual(T0);
+    let n = TestNode::builder("acme")
         .party("alice")
         .party("bob")
         .party("carol")
         .config(|t, _| *t = t.replace("tick_ms = 1000", "tick_ms = 20"))
-        .init()
+        .start_with_clock(clock)
+        .await
         .unwrap();
-    let (clock, manual) = Clock::manual(T0);
-    let d = Driven::start(&mut n, clock).await;
-    (n, d, manual)
+    (n, manual)
 }
 
 fn terms() -> Option<rec::Terms> {
@@ -140,7 +109,7 @@ async fn next<T>(s: &mut tonic::Streaming<T>) -> T {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_offer_expires_when_the_driven_clock_passes_its_validity_and_the_watch_sees_it() {
-    let (n, d, clock) = acme().await;
+    let (mut n, clock) = acme().await;
     declare(&n, "alice", offered("c-exp", T0 + 10_000)).await;
     let mut alice = n.work_party("alice").await.unwrap();
     let mut watch = alice
@@ -183,13 +152,13 @@ async fn an_offer_expires_when_the_driven_clock_passes_its_validity_and_the_watc
     assert_eq!(last.basis.len(), 1, "the expire rests on the request");
     assert_eq!(entries.last().unwrap().recorded_at_unix_ms, T0 + 10_000);
     // An open watch does not hold up the node's shutdown.
-    d.stop().await;
+    n.stop_inproc().await.unwrap();
     drop(watch);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_commitments_filters_what_needs_a_party_and_pages() {
-    let (n, d, _clock) = acme().await;
+    let (mut n, _clock) = acme().await;
     declare(&n, "alice", offered("c-1", 0)).await;
     declare(&n, "alice", offered("c-2", 0)).await;
     declare(&n, "alice", pooled("c-3")).await;
@@ -363,7 +332,7 @@ async fn list_commitments_filters_what_needs_a_party_and_pages() {
         err.contains("permission") || err.contains("PermissionDenied"),
         "{err}"
     );
-    d.stop().await;
+    n.stop_inproc().await.unwrap();
 }
 
 /// Runs accordctl (off the runtime's workers: the node under test serves on them).
@@ -392,7 +361,7 @@ fn promises(entries: &[work::LedgerEntry]) -> Vec<(String, Record)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notifications_reach_only_their_party_stream_and_survive_a_restart_and_a_claim_produces_its_promise()
  {
-    let (mut n, d, _clock) = acme().await;
+    let (mut n, _clock) = acme().await;
     declare(&n, "alice", pooled("c-q")).await;
     let bob_key = signer(&n, "bob");
     let claim = op("bob", "c-q", &[], Operation::Claim(rec::Claim {}));
@@ -484,9 +453,9 @@ async fn notifications_reach_only_their_party_stream_and_survive_a_restart_and_a
     // After a restart the lists are derived again from the records, and the promise the claim
     // produced is not written a second time.
     drop(watch);
-    d.stop().await;
+    n.stop_inproc().await.unwrap();
     let (clock, _) = Clock::manual(T0 + 1);
-    let d = Driven::start(&mut n, clock).await;
+    n.spawn_with_clock(clock).await.unwrap();
     let mut operator = n.work().await.unwrap();
     let again = operator
         .list_attention(work::ListAttentionRequest {
@@ -499,5 +468,5 @@ async fn notifications_reach_only_their_party_stream_and_survive_a_restart_and_a
     assert_eq!(again.items, vec![first, second]);
     declare(&n, "bob", op("bob", "c-q", &[], notice("still"))).await;
     assert_eq!(promises(&ledger(&n).await).len(), 1);
-    d.stop().await;
+    n.stop_inproc().await.unwrap();
 }

@@ -222,8 +222,13 @@ pub async fn wait_view<F>(
 where
     F: Fn(&work::GetCommitmentResponse) -> bool,
 {
+    // NOT_FOUND is "not arrived yet"; any other refusal fails the wait at once, with its cause.
     let got = accord_tests::eventually(SETTLE, || async {
-        view(n, c).await.ok().filter(|v| check(v))
+        accord_tests::not_yet(
+            view(n, c).await.map(tonic::Response::new),
+            &[tonic::Code::NotFound],
+        )
+        .map(|v| v.filter(|v| check(v)))
     })
     .await;
     match got {
