@@ -242,3 +242,174 @@ async fn concurrent_origins_stay_monotonic_per_origin() {
         assert_eq!(w.latest(origin).await.unwrap().unwrap().size, *size);
     }
 }
+
+/// A witness for `n` logs `example.com/log{i}`.
+fn open_logs(dir: &std::path::Path, n: usize) -> (Arc<Witness>, Vec<(String, Signer)>) {
+    let mut rng = rand::rngs::OsRng;
+    let logs: Vec<(String, Signer)> = (0..n)
+        .map(|i| {
+            let origin = format!("example.com/log{i}");
+            let s = Signer::generate(&origin, &mut rng).unwrap();
+            (origin, s)
+        })
+        .collect();
+    let w = Witness::open(WitnessOptions {
+        data_dir: dir.to_owned(),
+        cosigners: vec![Cosigner::generate("w", &mut rng).unwrap()],
+        logs: logs
+            .iter()
+            .map(|(o, s)| LogConfig::from_verifiers(o, vec![s.verifier()]).unwrap())
+            .collect(),
+        limits: Limits::default(),
+        clock: Arc::new(ManualClock::new(1_000)),
+    })
+    .unwrap();
+    (Arc::new(w), logs)
+}
+
+/// add-checkpoint of a tree of `size` leaves for `origin`, from `old` (with its proof).
+fn request_from(origin: &str, log: &Signer, old: u64, size: u8) -> AddCheckpoint {
+    let mut t = MemoryTree::new();
+    for i in 0..size {
+        t.push(leaf_hash(&[i])).unwrap();
+    }
+    let proof = if old == 0 {
+        vec![]
+    } else {
+        accord_proto::merkle::consistency_proof(&t, old, t.size()).unwrap()
+    };
+    AddCheckpoint {
+        old_size: old,
+        proof,
+        checkpoint: Checkpoint::new(origin, t.size(), t.root())
+            .sign(log)
+            .unwrap(),
+    }
+}
+
+/// `req` with one bit of the log's signature flipped.
+fn with_bad_signature(mut req: AddCheckpoint) -> AddCheckpoint {
+    let note = Note::parse(req.checkpoint.as_bytes()).unwrap();
+    let mut sig = note.signatures()[0].clone();
+    sig.signature[7] ^= 1;
+    let mut bad = Note::new(note.text()).unwrap();
+    bad.add_signature(sig).unwrap();
+    req.checkpoint = bad.to_string();
+    req
+}
+
+/// Requests queued while a verification round runs are verified in one batch; one bad log
+/// signature among them gets its own 403, and the others are cosigned and stored.
+#[tokio::test(flavor = "current_thread")]
+async fn one_bad_signature_in_a_batch_fails_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, logs) = open_logs(dir.path(), 4);
+    w.signatures.set_running(true);
+    let tasks: Vec<_> = logs[..3]
+        .iter()
+        .enumerate()
+        .map(|(i, (origin, log))| {
+            let req = request_from(origin, log, 0, 3);
+            let req = if i == 1 { with_bad_signature(req) } else { req };
+            let w = w.clone();
+            tokio::spawn(async move { w.add_checkpoint(req).await })
+        })
+        .collect();
+    until(|| w.signatures.queued() == 3).await;
+    // This request leads: it verifies itself, then the three queued ones in one round.
+    w.signatures.set_running(false);
+    let (origin, log) = &logs[3];
+    assert!(
+        w.add_checkpoint(request_from(origin, log, 0, 2))
+            .await
+            .is_ok()
+    );
+    let mut results = Vec::new();
+    for t in tasks {
+        results.push(t.await.unwrap());
+    }
+    assert!(
+        matches!(&results[1], Err(Error::Untrusted { origin, .. }) if origin == "example.com/log1"),
+        "{:?}",
+        results[1]
+    );
+    for i in [0, 2] {
+        assert_eq!(results[i].as_ref().map(|c| c.size).ok(), Some(3), "{i}");
+    }
+    let stored: BTreeMap<_, _> = w.store.load_checkpoints().unwrap().into_iter().collect();
+    assert_eq!(
+        stored.keys().collect::<Vec<_>>(),
+        ["example.com/log0", "example.com/log2", "example.com/log3"]
+    );
+    assert_eq!(w.latest("example.com/log1").await.unwrap(), None);
+}
+
+/// Two checkpoints of one origin verified in one round keep their order: the second is checked
+/// against the first (its old size is the first's size) and both are cosigned.
+#[tokio::test(flavor = "current_thread")]
+async fn two_checkpoints_of_one_origin_in_one_batch_keep_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, logs) = open_logs(dir.path(), 2);
+    let (origin, log) = &logs[0];
+    w.signatures.set_running(true);
+    let first = tokio::spawn({
+        let (w, req) = (w.clone(), request_from(origin, log, 0, 3));
+        async move { w.add_checkpoint(req).await }
+    });
+    let second = tokio::spawn({
+        let (w, req) = (w.clone(), request_from(origin, log, 3, 5));
+        async move { w.add_checkpoint(req).await }
+    });
+    until(|| w.signatures.queued() == 2).await;
+    w.signatures.set_running(false);
+    let (o1, l1) = &logs[1];
+    w.add_checkpoint(request_from(o1, l1, 0, 1)).await.unwrap();
+    assert_eq!(first.await.unwrap().unwrap().size, 3);
+    assert_eq!(second.await.unwrap().unwrap().size, 5);
+    assert_eq!(w.latest(origin).await.unwrap().unwrap().size, 5);
+    let stored: BTreeMap<_, _> = w.store.load_checkpoints().unwrap().into_iter().collect();
+    assert_eq!(stored.get(origin.as_str()).map(|l| l.size), Some(5));
+}
+
+/// Nothing is answered before the batch's synced write: when it fails, every request of the
+/// batch gets an error and nothing is held or stored; the origins are free again afterwards.
+#[tokio::test(flavor = "current_thread")]
+async fn a_failed_write_fails_every_request_of_the_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, logs) = open_logs(dir.path(), 3);
+    let gate = w.committer.gate.lock().await;
+    let tasks: Vec<_> = logs
+        .iter()
+        .map(|(origin, log)| {
+            let (w, req) = (w.clone(), request_from(origin, log, 0, 4));
+            tokio::spawn(async move { w.add_checkpoint(req).await })
+        })
+        .collect();
+    until(|| w.committer.queued() == 3).await;
+    w.store
+        .fail_writes
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    drop(gate);
+    for t in tasks {
+        let r = t.await.unwrap();
+        assert!(matches!(r, Err(Error::Internal(_))), "{r:?}");
+    }
+    for (origin, _) in &logs {
+        assert_eq!(w.latest(origin).await.unwrap(), None, "{origin}");
+    }
+    assert!(w.store.load_checkpoints().unwrap().is_empty());
+    assert_eq!(
+        w.list_logs().unwrap().iter().map(|l| l.size).sum::<u64>(),
+        0
+    );
+    w.store
+        .fail_writes
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    for (origin, log) in &logs {
+        let c = w
+            .add_checkpoint(request_from(origin, log, 0, 4))
+            .await
+            .unwrap();
+        assert_eq!(c.size, 4);
+    }
+}
