@@ -122,9 +122,6 @@ impl<'a> Reader<'a> {
 pub(crate) struct Store {
     db: DB,
     group: Group,
-    /// Makes checkpoint writes fail (tests of the no-answer-before-the-write rule).
-    #[cfg(test)]
-    pub(crate) fail_writes: std::sync::atomic::AtomicBool,
 }
 
 /// The group-commit queue of checkpoint writes.
@@ -162,8 +159,6 @@ impl Store {
         Ok(Store {
             db,
             group: Group::default(),
-            #[cfg(test)]
-            fail_writes: Default::default(),
         })
     }
 
@@ -230,35 +225,14 @@ impl Store {
     /// Stores the latest checkpoint of `origin`, synced, in one write with whatever checkpoints
     /// of other origins are waiting (group commit; see the module docs). Blocks until written.
     /// The caller must hold `origin`'s lock, so that one write never holds `origin` twice.
-    #[cfg(test)]
     pub(crate) fn commit_checkpoint(&self, origin: &str, latest: &Latest) -> Result<(), Error> {
-        self.commit_checkpoints(&[(origin, latest)])
-    }
-
-    /// Stores the latest checkpoints of distinct origins, synced, in one write with whatever
-    /// checkpoints of other origins are waiting (group commit; see the module docs). Blocks until
-    /// written. The caller must hold each origin's lock, so that one write never holds an origin
-    /// twice.
-    pub(crate) fn commit_checkpoints(&self, items: &[(&str, &Latest)]) -> Result<(), Error> {
         let lock = || Error::Internal("witness store queue lock poisoned".to_owned());
         let mut st = self.group.state.lock().map_err(|_| lock())?;
-        let first = st.next_ticket;
-        for (origin, latest) in items {
-            let ticket = st.next_ticket;
-            st.next_ticket += 1;
-            st.queue
-                .push((ticket, (*origin).to_owned(), latest.encode()));
-        }
-        let tickets = first..st.next_ticket;
+        let ticket = st.next_ticket;
+        st.next_ticket += 1;
+        st.queue.push((ticket, origin.to_owned(), latest.encode()));
         loop {
-            // All of `items` were queued under one lock, so they are written in one group.
-            if tickets.clone().all(|t| st.results.contains_key(&t)) {
-                let mut r = Ok(());
-                for t in tickets {
-                    if let Some(Err(e)) = st.results.remove(&t) {
-                        r = Err(e);
-                    }
-                }
+            if let Some(r) = st.results.remove(&ticket) {
                 return r.map_err(Error::Internal);
             }
             if st.writing {
@@ -281,10 +255,6 @@ impl Store {
     }
 
     fn write_group(&self, group: &[(u64, String, Vec<u8>)]) -> Result<(), Error> {
-        #[cfg(test)]
-        if self.fail_writes.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(Error::Internal("injected write failure".to_owned()));
-        }
         let cf = self.cf(CF_CHECKPOINTS)?;
         let mut batch = WriteBatch::default();
         for (_, origin, value) in group {

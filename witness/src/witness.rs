@@ -2,24 +2,15 @@
 //! origin, and the set of known logs. Transports (HTTP, gRPC) and in-process callers (e.g. a
 //! benchmark) all go through [`Witness`].
 //!
-//! **Batches (issue 32).** Concurrent requests' log signatures are verified together
-//! ([`verify`]: one `ed25519_dalek::verify_batch` per round, one by one only when it fails), and
-//! their steps are committed together ([`commit`]: one blocking task per burst, one synced
-//! RocksDB write per batch, no answer before it).
-//!
 //! **Atomicity.** Per origin, the check against the held checkpoint and the synced store of the new
 //! one are one step (c2sp.org/tlog-witness, "add-checkpoint": "checking the old size against the
 //! latest checkpoint and persisting the new checkpoint must be performed atomically"). Each origin
-//! has a FIFO async mutex over its cached [`Latest`]; the holder moves the guard into a batch of
-//! the [`commit::Committer`] that compares, cosigns, writes RocksDB with `sync`, and updates the
-//! cache, so the step runs to completion even if the caller goes away mid-request, and a batch
-//! holds at most one checkpoint per origin.
+//! has a FIFO async mutex over its cached [`Latest`]; the holder moves the guard into a blocking
+//! task that compares, cosigns, writes RocksDB with `sync`, and updates the cache, so the step runs
+//! to completion even if the caller goes away mid-request.
 //!
 //! **Fairness.** See [`Limits`]: a flood for one origin fills that origin's queue and then gets
 //! 429 / `RESOURCE_EXHAUSTED`, leaving the rest of the witness-wide budget to other origins.
-
-mod commit;
-mod verify;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -31,7 +22,7 @@ use accord_proto::merkle::{self, EMPTY_ROOT, Hash};
 use accord_proto::note::{Note, Verifier};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use tokio::sync::{Mutex, Semaphore};
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tracing::{info, instrument, warn};
 
 use crate::clock::Clock;
@@ -126,6 +117,7 @@ pub struct Witness {
     /// Retrieval Mechanism"); every origin with a slot is here.
     by_hash: RwLock<std::collections::HashMap<Hash, String>>,
     store: Arc<Store>,
+    clock: Arc<dyn Clock>,
     limits: Limits,
     pub(crate) global: Arc<Semaphore>,
     entries: RwLock<BTreeMap<String, Entry>>,
@@ -133,10 +125,6 @@ pub struct Witness {
     admin: Mutex<()>,
     /// Prometheus metrics (served on `metrics_listen`).
     metrics: crate::metrics::Metrics,
-    /// Log signatures of concurrent requests, verified together.
-    signatures: verify::SignatureQueue,
-    /// The batches of add-checkpoint steps.
-    pub(crate) committer: Arc<commit::Committer>,
 }
 
 impl std::fmt::Debug for Witness {
@@ -206,18 +194,11 @@ impl Witness {
             .keys()
             .map(|o| (origin_hash(o), o.clone()))
             .collect();
-        let cosigners = Arc::new(opts.cosigners);
-        let store = Arc::new(store);
         Ok(Witness {
-            committer: Arc::new(commit::Committer::new(
-                store.clone(),
-                cosigners.clone(),
-                opts.clock,
-            )),
-            signatures: verify::SignatureQueue::default(),
-            cosigners,
+            cosigners: Arc::new(opts.cosigners),
             by_hash: RwLock::new(by_hash),
-            store,
+            store: Arc::new(store),
+            clock: opts.clock,
             global: Arc::new(Semaphore::new(opts.limits.max_in_flight)),
             limits: opts.limits,
             entries: RwLock::new(entries),
@@ -282,16 +263,8 @@ impl Witness {
         span.record("size", cp.size);
         let (log, slot) = self.known(&cp.origin)?;
         // c2sp.org/signed-note semantics: unknown keys are ignored, a known key whose signature
-        // fails rejects the note, and at least one known key must have signed. Verified together
-        // with concurrent requests' notes (see `verify`).
-        let note = Arc::new(note);
-        let check = verify::Check {
-            note: note.clone(),
-            log,
-        };
-        self.signatures
-            .verify(check)
-            .await
+        // fails rejects the note, and at least one known key must have signed.
+        note.verify(log.verifiers())
             .map_err(|source| Error::Untrusted {
                 origin: cp.origin.clone(),
                 source,
@@ -309,20 +282,16 @@ impl Witness {
             .map_err(|_| Error::Overloaded {
                 scope: LimitScope::Origin,
             })?;
-        let held = slot.latest.clone().lock_owned().await;
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        self.committer.submit(commit::Job {
-            held,
-            req,
-            cp,
-            body: note.text().to_owned(),
-            slot,
+        let guard = slot.latest.clone().lock_owned().await;
+        let commit = Commit {
+            store: self.store.clone(),
+            cosigners: self.cosigners.clone(),
+            clock: self.clock.clone(),
+            slot: slot.clone(),
             permits: (global, queued),
-            reply,
-        });
-        let result = answer
-            .await
-            .unwrap_or_else(|_| Err(Error::Internal("the commit batch failed".to_owned())));
+        };
+        let text = note.text().to_owned();
+        let result = blocking(move || commit.run(guard, req, cp, text)).await;
         match &result {
             Ok(c) => info!(timestamp = c.timestamp, "co-signed"),
             Err(e @ Error::Inconsistent { .. }) => {
@@ -441,6 +410,62 @@ impl Witness {
     }
 }
 
+/// The atomic step of add-checkpoint, run on a blocking thread while holding the origin's lock.
+struct Commit {
+    store: Arc<Store>,
+    cosigners: Arc<Vec<Cosigner>>,
+    clock: Arc<dyn Clock>,
+    slot: Arc<Slot>,
+    /// Released only when the step is done, even if the caller went away.
+    permits: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+}
+
+impl Commit {
+    fn run(
+        self,
+        mut held: tokio::sync::OwnedMutexGuard<Option<Latest>>,
+        req: AddCheckpoint,
+        cp: Checkpoint,
+        body: String,
+    ) -> Result<Cosigned, Error> {
+        let (held_size, held_root) = held.as_ref().map_or((0, EMPTY_ROOT), |l| (l.size, l.root));
+        if req.old_size != held_size {
+            return Err(Error::SizeMismatch {
+                old_size: req.old_size,
+                held: held_size,
+            });
+        }
+        check_consistency(held_size, &held_root, &cp, &req.proof)?;
+        let timestamp = self.clock.now();
+        let mut cosignature = String::new();
+        for c in self.cosigners.iter() {
+            let line = c
+                .cosign(&body, timestamp)
+                .map_err(|e| Error::Internal(format!("cosigning failed: {e}")))?;
+            cosignature.push_str(&line.to_line());
+        }
+        let latest = Latest {
+            size: cp.size,
+            root: cp.root,
+            body,
+            note: req.checkpoint,
+            cosignature: cosignature.clone(),
+            timestamp,
+        };
+        self.store.commit_checkpoint(&cp.origin, &latest)?;
+        self.slot.size.store(cp.size, Ordering::SeqCst);
+        *held = Some(latest);
+        drop(self.permits);
+        Ok(Cosigned {
+            origin: cp.origin,
+            size: cp.size,
+            root: cp.root,
+            timestamp,
+            cosignatures: cosignature,
+        })
+    }
+}
+
 /// The checkpoint `latest` as a signed note carrying the log's signature(s) and the witness's
 /// cosignature line(s). The log's signatures are those of the submitted note by a key the log
 /// is configured with (or, for a removed log, named as its origin); other lines in the submitted
@@ -487,7 +512,7 @@ pub fn origin_hash(origin: &str) -> Hash {
 /// The 422 checks of c2sp.org/tlog-witness: the proof from the held size must verify (RFC 9162
 /// §2.1.4.2), must be empty from size 0; the same size must have the same root; an empty tree
 /// must have the root SHA-256("").
-pub(crate) fn check_consistency(
+fn check_consistency(
     held_size: u64,
     held_root: &Hash,
     cp: &Checkpoint,
@@ -516,5 +541,5 @@ pub(crate) fn check_consistency(
 }
 
 #[cfg(test)]
-#[path = "../witness_tests.rs"]
+#[path = "witness_tests.rs"]
 mod tests;
