@@ -292,3 +292,48 @@ fn the_postgres_storage_config_is_validated_before_any_port_is_bound() {
     assert!(stderr.contains("storage.url"), "{stderr}");
     assert!(!stderr.contains("hunter2"), "the password echoed: {stderr}");
 }
+
+/// An append whose group commit the fence refuses is answered `not_writer`, naming the
+/// instance that holds the lease now — not `ledger_stopped`, which would send a client to
+/// restart the wrong thing.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_append_fenced_by_a_taken_lease_is_answered_not_writer() {
+    use accord_node::ledger::{AcceptAll, Append, Ledger};
+    use accord_proto::pb::record::v1::SignedRecord;
+    let pg = TestPostgres::start().unwrap();
+    let mut o = options(&pg, "first");
+    // Long enough that no renewal runs during the test.
+    o.lease_ms = 60_000;
+    let (ledger, _writer) = tokio::task::spawn_blocking(move || {
+        Ledger::<()>::open_postgres(&o, &[], AcceptAll, 16, accord_node::clock::Clock::system())
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    // Another instance took the lease (as after this one's pause).
+    pg.query("UPDATE accord_lease SET epoch = epoch + 1, holder = 'second' WHERE id = 1")
+        .unwrap();
+    let e = ledger
+        .append(Append {
+            id: [7; 32],
+            signed: SignedRecord {
+                payload: vec![1].into(),
+                payload_type: "test".into(),
+                signatures: vec![],
+            },
+            input: (),
+            at: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.reason(), "not_writer", "{e}");
+    assert!(
+        e.to_string().contains("\"second\""),
+        "names the writer: {e}"
+    );
+    assert_eq!(
+        pg.query("SELECT count(*) FROM accord_kv WHERE cf = 'records'")
+            .unwrap(),
+        "0"
+    );
+}

@@ -50,6 +50,19 @@ struct Prepared<P> {
 }
 
 impl<P> Prepared<P> {
+    /// Answers every append of the batch as its write's failure `cause` says: `NotWriter` when
+    /// the store fenced the write (another instance holds the writer's lease, issue 31), else
+    /// `LedgerStopped`.
+    fn fail_by(self, cause: &Error) {
+        let answer = || match cause {
+            Error::NotWriter(m) => Error::NotWriter(m.clone()),
+            _ => Error::LedgerStopped,
+        };
+        for (reply, results) in self.replies {
+            let _ = reply.send(results.iter().map(|_| Err(answer())).collect());
+        }
+    }
+
     /// Answers every append of the batch `LedgerStopped`: its write failed or will not happen.
     fn fail(self) {
         for (reply, results) in self.replies {
@@ -200,10 +213,10 @@ impl<M: Machine> Writer<M> {
                         Ok(()) => self.complete(p, took),
                         Err(e) => {
                             tracing::error!(error = %e, "ledger write failed; the ledger stops until a restart");
-                            p.fail();
+                            p.fail_by(&e);
                             // Prepared on top of the failed batch: it cannot be written either.
                             if let Some(q) = prepared.take() {
-                                q.fail();
+                                q.fail_by(&e);
                             }
                             failed = true;
                         }
