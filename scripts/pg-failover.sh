@@ -21,7 +21,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 export ACCORD_PG_FAILOVER_CYCLES=$cycles
 status=0
-cargo test -p accord-tests --test e2e storage_ -- --include-ignored --nocapture --test-threads 1 >"$log" 2>&1 || status=$?
+cargo test -p accord-tests --test e2e storage_ -- --nocapture --test-threads 1 >"$log" 2>&1 || status=$?
 grep -E '^pg-failover' "$log" || true
 if [ "$status" -ne 0 ]; then
   grep -E "panicked|FAILED" "$log" >&2 || tail -40 "$log" >&2

@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::node::Opened;
 use accord_proto::pb;
+use futures::StreamExt;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -57,58 +58,58 @@ pub async fn run_with_clock(
     let addr = listener
         .local_addr()
         .map_err(|e| Error::Internal(e.to_string()))?;
-    // The listener's TLS is made first, so that an instance waiting for the writer's lease on
-    // PostgreSQL answers on its port as a standby (issue 31; `standby`) until it holds it; then
-    // the node serves the same listener's connections.
+    // On PostgreSQL the listener's TLS is made first, so that an instance waiting for the
+    // writer's lease answers on its port as a standby (issue 31; `standby`) until it holds it;
+    // then the node serves the same listener's connections. Elsewhere the listener accepts only
+    // once the node is open (connections wait in the backlog), so that no handshake completes
+    // before the peers' CAs are loaded.
     let stop = shutdown.child_token();
     let server_tls = crate::node::server_tls(&config)?;
     let listener_stats = Arc::new(crate::tls::ListenerStats::default());
+    let limits = crate::tls::ListenerLimits::from_config(&config.limits);
     let on_postgres = config.storage.backend == crate::config::Backend::Postgres;
-    // Only on PostgreSQL does an instance wait as a standby: elsewhere every connection is the
-    // node's from the start (and waits, accepted, until it serves).
-    let opened = CancellationToken::new();
-    if !on_postgres {
-        opened.cancel();
-    }
-    let (standby_connections, connections) = crate::standby::split(
-        crate::tls::incoming(
-            listener,
-            server_tls.0.clone(),
-            crate::tls::ListenerLimits::from_config(&config.limits),
-            listener_stats.clone(),
-            stop.clone(),
-        ),
-        opened.clone(),
-    );
-    let (holder_tx, holder_rx) = tokio::sync::watch::channel(String::new());
-    server_tls.1.set_standby(on_postgres);
-    let verifier = server_tls.1.clone();
-    if on_postgres {
+    let (tls_config, verifier) = (server_tls.0.clone(), server_tls.1.clone());
+    let mut transports = crate::node::Transports {
+        tls: Some(server_tls),
+        listener_stats: Some(listener_stats.clone()),
+        ..Default::default()
+    };
+    let (opened_node, connections) = if on_postgres {
+        let opened = CancellationToken::new();
+        let (standby_connections, connections) = crate::standby::split(
+            crate::tls::incoming(listener, tls_config, limits, listener_stats, stop.clone()),
+            opened.clone(),
+        );
+        let (holder_tx, holder_rx) = tokio::sync::watch::channel(String::new());
+        verifier.set_standby(true);
         // It drains on its own once the node opens; the node does not wait for it.
         let until = opened.clone();
         tokio::spawn(async move {
-            if let Err(e) = crate::standby::serve(standby_connections, until, holder_rx).await {
+            if let Err(e) =
+                crate::standby::serve(standby_connections, until, holder_rx, SERVED_SERVICES).await
+            {
                 tracing::warn!(error = %e, "standby server");
             }
         });
-    }
-    let transports = crate::node::Transports {
-        tls: Some(server_tls),
-        listener_stats: Some(listener_stats),
-        holder: Some(format!(
+        transports.holder = Some(format!(
             "{}@{addr} (pid {})",
             config.name,
             std::process::id()
-        )),
-        waiting: crate::ledger::Waiting {
+        ));
+        transports.waiting = crate::ledger::Waiting {
             holder: Some(Arc::new(holder_tx)),
             stop: Some(stop.clone()),
-        },
-        ..Default::default()
+        };
+        let r = crate::node::open_with(config, clock, transports).await;
+        verifier.set_standby(false);
+        opened.cancel();
+        (r, connections.boxed())
+    } else {
+        let r = crate::node::open_with(config, clock, transports).await;
+        let connections =
+            crate::tls::incoming(listener, tls_config, limits, listener_stats, stop.clone());
+        (r, connections.boxed())
     };
-    let opened_node = crate::node::open_with(config, clock, transports).await;
-    verifier.set_standby(false);
-    opened.cancel();
     let Opened {
         node,
         writer,

@@ -76,12 +76,13 @@ pub(crate) fn refusal(writer: &str) -> tonic::Status {
     status
 }
 
-/// Serves the standby's answers on `incoming` until `until` is cancelled; `writer` follows the
-/// lease row's holder.
+/// Serves the standby's answers on `incoming` until `until` is cancelled: health NOT_SERVING for
+/// the server and each of `services`; `writer` follows the lease row's holder.
 pub(crate) async fn serve<I, IO>(
     incoming: I,
     until: CancellationToken,
     writer: watch::Receiver<String>,
+    services: &'static [&'static str],
 ) -> Result<(), Error>
 where
     I: Stream<Item = Result<IO, std::io::Error>> + Send + 'static,
@@ -97,7 +98,7 @@ where
     reporter
         .set_service_status("", ServingStatus::NotServing)
         .await;
-    for s in crate::server::SERVED_SERVICES {
+    for s in services {
         reporter
             .set_service_status(*s, ServingStatus::NotServing)
             .await;

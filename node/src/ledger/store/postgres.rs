@@ -367,8 +367,17 @@ impl Pg {
             .rt
             .as_ref()
             .ok_or_else(|| Error::Internal("postgres runtime stopped".into()))?;
-        futures::executor::block_on(rt.spawn(f))
-            .map_err(|e| Error::Internal(format!("postgres task: {e}")))?
+        let task = rt.spawn(f);
+        let wait = move || futures::executor::block_on(task);
+        // On a worker of the node's (multi-thread) runtime, hand its queued tasks to another
+        // thread while this one waits, so nothing the node runs is held behind a read.
+        let r = match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(wait)
+            }
+            _ => wait(),
+        };
+        r.map_err(|e| Error::Internal(format!("postgres task: {e}")))?
     }
 
     /// One page of a scan: `(key, value)` rows.
