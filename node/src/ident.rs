@@ -213,7 +213,7 @@ mod tests {
                 .unwrap_err()
                 .contains("scheme")
         );
-        let nine = vec!["https://a:1"; 9].join(",");
+        let nine = ["https://a:1"; 9].join(",");
         assert!(super::endpoints(&nine).unwrap_err().contains("at most 8"));
     }
 

@@ -195,14 +195,11 @@ impl PeerTransport for GrpcPeers {
     ) -> BoxFuture<'_, Result<GetConsistencyProofResponse, Status>> {
         let e = self.endpoints(peer);
         Box::pin(async move {
-            e?.call(|ch| {
-                let req = req.clone();
-                async move {
-                    Ok(LogServiceClient::new(ch)
-                        .get_consistency_proof(req)
-                        .await?
-                        .into_inner())
-                }
+            e?.call(|ch| async move {
+                Ok(LogServiceClient::new(ch)
+                    .get_consistency_proof(req)
+                    .await?
+                    .into_inner())
             })
             .await
         })
