@@ -6,7 +6,8 @@
 #
 #   scripts/pg-failover.sh [--cycles N]      default: 20 cycles
 #
-# Prints the test's `pg-failover:` line (cycles, slowest takeover).
+# Prints the tests' `pg-failover:` lines (cycles, slowest takeover): the single node, and the writer
+# killed under load from two organisations with witnesses (each cycle kills whichever is the writer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cycles=20

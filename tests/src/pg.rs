@@ -226,11 +226,17 @@ impl Instance {
     /// Starts `accord-node serve` on a copy of `node`'s config (same directory, so its relative
     /// paths name the same files) listening on `127.0.0.1:0`.
     pub fn start(node: &crate::TestNode) -> Result<Instance> {
+        Instance::start_at(node, "127.0.0.1:0")
+    }
+
+    /// [`Instance::start`] listening on `listen` (an instance restarted on its own address, as
+    /// its supervisor would).
+    pub fn start_at(node: &crate::TestNode, listen: &str) -> Result<Instance> {
         let text = std::fs::read_to_string(node.dir.join("accord.toml"))?;
         let text = text
             .lines()
             .map(|l| match l.starts_with("listen = ") {
-                true => "listen = \"127.0.0.1:0\"".to_string(),
+                true => format!("listen = \"{listen}\""),
                 false => l.to_string(),
             })
             .collect::<Vec<_>>()
