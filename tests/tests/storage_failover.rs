@@ -115,21 +115,13 @@ async fn the_writer(
     }
 }
 
-/// Every entry of a ledger, read through `c`.
+/// The record ids of every entry of a ledger, read through `c`.
 async fn ledger_ids(c: &mut WorkClient) -> Vec<[u8; 32]> {
-    let mut s = c
-        .list_records(work::ListRecordsRequest {
-            from_sequence: 0,
-            limit: 0,
-        })
+    ledger_of(c)
         .await
-        .expect("list")
-        .into_inner();
-    let mut out = Vec::new();
-    while let Some(e) = s.message().await.expect("entry") {
-        out.push(e.record_id.as_ref().try_into().expect("32-byte id"));
-    }
-    out
+        .iter()
+        .map(|e| e.record_id.as_ref().try_into().expect("32-byte id"))
+        .collect()
 }
 
 /// Each id once; every id of `want` among them.

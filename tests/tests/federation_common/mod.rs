@@ -287,8 +287,13 @@ pub async fn refusals(node: &TestNode) -> Vec<accord_proto::pb::admin::v1::Refus
 
 /// Every ledger entry of a node.
 pub async fn ledger(node: &TestNode) -> Vec<work::LedgerEntry> {
-    let mut s = work(node)
-        .await
+    ledger_of(&mut work(node).await).await
+}
+
+/// Every ledger entry, read through `c` (a node reached other than by its `TestNode`, such as
+/// an instance on a shared database).
+pub async fn ledger_of(c: &mut accord_tests::WorkClient) -> Vec<work::LedgerEntry> {
+    let mut s = c
         .list_records(work::ListRecordsRequest {
             from_sequence: 0,
             limit: 0,
