@@ -195,7 +195,8 @@ pub async fn tls_channel(
 
 /// Waits until the gRPC health service reports SERVING. A server that answers NOT_SERVING — an
 /// instance on PostgreSQL that is a standby until it takes the writer's lease (issue 31) — is
-/// asked again every 20 ms for up to 60 s; any other answer or error ends the wait at once.
+/// asked again every 20 ms for up to 60 s, and a check refused by the standby's closing
+/// connection ([`closed_under`]) is sent again; any other answer or error ends the wait at once.
 pub async fn wait_serving(ch: Channel) -> Result<()> {
     use tonic_health::pb::{
         HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
@@ -203,12 +204,21 @@ pub async fn wait_serving(ch: Channel) -> Result<()> {
     let mut c = HealthClient::new(ch);
     let started = std::time::Instant::now();
     loop {
-        let r = c
+        let r = match c
             .check(HealthCheckRequest {
                 service: String::new(),
             })
-            .await?
-            .into_inner();
+            .await
+        {
+            Ok(r) => r.into_inner(),
+            // An instance on PostgreSQL answers as a standby until it holds the lease, then
+            // closes the standby's connections (HTTP/2 GOAWAY): a check sent on one as it
+            // closes is refused unprocessed, and the next check reconnects to the node.
+            Err(e) if closed_under(&e) && started.elapsed() < Duration::from_secs(60) => {
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
         match r.status() {
             ServingStatus::Serving => return Ok(()),
             ServingStatus::NotServing if started.elapsed() < Duration::from_secs(60) => {
@@ -217,6 +227,19 @@ pub async fn wait_serving(ch: Channel) -> Result<()> {
             s => return Err(anyhow!("health: {s:?}")),
         }
     }
+}
+
+/// Whether a call failed because the server closed its connection under it (an HTTP/2
+/// GOAWAY: the server did not process the call), as at a standby's switch to the writer.
+pub fn closed_under(e: &tonic::Status) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(h2) = s.downcast_ref::<h2::Error>() {
+            return h2.is_go_away();
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// A running `accord-node` process in a temporary directory.

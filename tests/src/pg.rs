@@ -75,8 +75,9 @@ fn free_port() -> Result<u16> {
 }
 
 impl TestPostgres {
-    /// initdb, then start on a free port; returns once it accepts connections (`pg_isready`).
-    pub fn start() -> Result<TestPostgres> {
+    /// A temporary directory (owned by `postgres` when we are root) with the password file; no
+    /// server yet.
+    fn prepare() -> Result<TestPostgres> {
         let bin = server_bin()?;
         let tmp = tempfile::tempdir()?;
         let as_postgres = is_root();
@@ -91,15 +92,19 @@ impl TestPostgres {
                 bail!("chown of {} to postgres failed", tmp.path().display());
             }
         }
-        let data = tmp.path().join("data");
-        let mut pg = TestPostgres {
+        Ok(TestPostgres {
             bin,
-            data,
+            data: tmp.path().join("data"),
             port: 0,
             password_file,
             as_postgres,
             _tmp: tmp,
-        };
+        })
+    }
+
+    /// initdb, then start on a free port; returns once it accepts connections (`pg_isready`).
+    pub fn start() -> Result<TestPostgres> {
+        let mut pg = TestPostgres::prepare()?;
         let pwfile = pg.password_file.display().to_string();
         pg.run(
             "initdb",
@@ -113,23 +118,87 @@ impl TestPostgres {
                 "--no-sync",
             ],
         )?;
+        pg.launch()?;
+        Ok(pg)
+    }
+
+    /// Starts the server of `self.data` on a free port and waits until it accepts connections.
+    fn launch(&mut self) -> Result<()> {
         // The port may be taken between finding it and the server binding it: try a few.
         let mut last = anyhow!("not started");
         for _ in 0..5 {
-            pg.port = free_port()?;
+            self.port = free_port()?;
             let opts = format!(
                 "-c listen_addresses=127.0.0.1 -p {} -k {}",
-                pg.port,
-                pg.socket_dir().display()
+                self.port,
+                self.socket_dir().display()
             );
-            let log = pg.socket_dir().join("server.log").display().to_string();
-            let data = pg.data.display().to_string();
-            match pg.run("pg_ctl", &["-D", &data, "-l", &log, "-o", &opts, "start"]) {
-                Ok(()) => return pg.wait_ready().map(|()| pg),
+            let log = self.socket_dir().join("server.log").display().to_string();
+            let data = self.data.display().to_string();
+            match self.run("pg_ctl", &["-D", &data, "-l", &log, "-o", &opts, "start"]) {
+                Ok(()) => return self.wait_ready(),
                 Err(e) => last = e,
             }
         }
         Err(last)
+    }
+
+    /// A streaming replica of this server (`pg_basebackup -R`), made its synchronous standby:
+    /// from the return on, this server acknowledges a commit only once the replica has flushed
+    /// it (`synchronous_commit = on`, `synchronous_standby_names`), so promoting the replica
+    /// loses no committed transaction.
+    pub fn synchronous_replica(&self) -> Result<TestPostgres> {
+        const NAME: &str = "accord_replica";
+        let mut r = TestPostgres::prepare()?;
+        let conninfo = format!(
+            "host=127.0.0.1 port={} user={USER} password={PASSWORD} application_name={NAME}",
+            self.port
+        );
+        let data = r.data.display().to_string();
+        r.run(
+            "pg_basebackup",
+            &["-D", &data, "-R", "-X", "stream", "-d", &conninfo],
+        )?;
+        // Written by us, so the replica connects with the password and its name whatever
+        // pg_basebackup recorded (the last setting in the file wins).
+        let mut auto = std::fs::OpenOptions::new()
+            .append(true)
+            .open(r.data.join("postgresql.auto.conf"))?;
+        std::io::Write::write_all(
+            &mut auto,
+            format!("\nprimary_conninfo = '{conninfo}'\n").as_bytes(),
+        )?;
+        r.launch()?;
+        self.query(&format!(
+            "ALTER SYSTEM SET synchronous_standby_names = '{NAME}'"
+        ))?;
+        self.query("SELECT pg_reload_conf()")?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let state = self.query(&format!(
+                "SELECT sync_state FROM pg_stat_replication WHERE application_name = '{NAME}'"
+            ))?;
+            if state == "sync" {
+                return Ok(r);
+            }
+            if Instant::now() > deadline {
+                bail!("the replica is not a synchronous standby after 30 s: {state:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the server at once (`pg_ctl stop -m immediate`: no checkpoint, connections cut),
+    /// as when its machine is lost.
+    pub fn kill(&self) -> Result<()> {
+        let data = self.data.display().to_string();
+        self.run("pg_ctl", &["-D", &data, "-m", "immediate", "stop"])
+    }
+
+    /// Promotes a replica to a primary (`pg_ctl promote`, waiting until it accepts writes).
+    pub fn promote(&self) -> Result<()> {
+        let data = self.data.display().to_string();
+        self.run("pg_ctl", &["-D", &data, "-w", "promote"])
     }
 
     fn socket_dir(&self) -> &Path {
@@ -182,11 +251,25 @@ impl TestPostgres {
         format!("postgres://{USER}@127.0.0.1:{}/postgres", self.port)
     }
 
+    /// A URL naming this server and `replica`, for whichever of them accepts writes
+    /// (`target_session_attrs=read-write`): after a promotion the node reconnects to the new
+    /// primary.
+    pub fn url_with(&self, replica: &TestPostgres) -> String {
+        format!(
+            "postgres://{USER}@127.0.0.1:{},127.0.0.1:{}/postgres?target_session_attrs=read-write",
+            self.port, replica.port
+        )
+    }
+
     /// The `[storage]` section of a node on this server, its lease `lease_ms` long.
     pub fn storage_section(&self, lease_ms: u64) -> String {
+        self.storage_section_at(&self.url(), lease_ms)
+    }
+
+    /// The `[storage]` section of a node on `url` (with this server's password file).
+    pub fn storage_section_at(&self, url: &str, lease_ms: u64) -> String {
         format!(
-            "\n[storage]\nbackend = \"postgres\"\nurl = \"{}\"\npassword_file = \"{}\"\nlease_ms = {lease_ms}\n",
-            self.url(),
+            "\n[storage]\nbackend = \"postgres\"\nurl = \"{url}\"\npassword_file = \"{}\"\nlease_ms = {lease_ms}\n",
             self.password_file.display()
         )
     }
@@ -242,7 +325,10 @@ impl Instance {
             .collect::<Vec<_>>()
             .join("\n")
             + "\n";
-        let cfg = node.dir.join("accord-instance-2.toml");
+        // One file per start: two instances may be started one after the other.
+        static STARTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(2);
+        let n = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let cfg = node.dir.join(format!("accord-instance-{n}.toml"));
         std::fs::write(&cfg, text)?;
         let mut child = Command::new(crate::bin("accord-node"))
             .args(["serve", "--config"])

@@ -7,6 +7,7 @@
 mod bounds_common;
 mod federation_common;
 mod runs_common;
+mod storage_common;
 
 mod access_reads;
 mod bench_quick;
@@ -56,6 +57,7 @@ mod runs_liveness;
 mod scale_restart;
 mod storage_failover;
 mod storage_postgres;
+mod storage_promotion;
 mod submit_batch;
 mod tls_reissue;
 mod watch_bounds;

@@ -49,8 +49,9 @@ pub trait PeerTransport: Send + Sync + std::fmt::Debug {
 /// The daemon's transport: mutual-TLS gRPC, one channel per peer endpoint, rebuilt when the
 /// peer's endpoints, CA or pin change. A peer listing several endpoints (the instances of one
 /// organisation's node on a shared database, issue 31) is called at the one that answered last;
-/// when it is UNAVAILABLE (not listening, or a standby refusing with `not_writer`) the next is
-/// tried, and the one that answers is kept. Every call federation makes is idempotent at the
+/// when it is UNAVAILABLE (not listening, or a standby refusing with `not_writer`) or the
+/// connection broke (a standby refusing the handshake) the next is tried, and the one that
+/// answers is kept. Every call federation makes is idempotent at the
 /// peer (a record is admitted once by its id), so trying the next endpoint delivers nothing twice.
 #[derive(Debug)]
 pub struct GrpcPeers {
@@ -67,8 +68,24 @@ struct Endpoints {
     current: Arc<AtomicUsize>,
 }
 
+/// Whether a failed call may succeed at another of the peer's endpoints: it was UNAVAILABLE
+/// (not listening, or a standby refusing with `not_writer`), or the connection broke under it
+/// (UNKNOWN, CANCELLED). A standby refuses a peer's client certificate at the TLS handshake
+/// (`standby.rs`), and under TLS 1.3 the client learns that only when its first request meets
+/// the server's alert, as a broken connection, not as UNAVAILABLE; a channel left at an
+/// endpoint that became a standby would otherwise be called there for good (seen in the failover
+/// loop: globex's consistency-proof fetches from acme stuck at the old writer, restarted as a
+/// standby). A status the peer's service chose itself is not one of these.
+fn elsewhere(s: &Status) -> bool {
+    matches!(
+        s.code(),
+        tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled
+    )
+}
+
 impl Endpoints {
-    /// Calls `f` on the current channel, then on the others in order while it is UNAVAILABLE.
+    /// Calls `f` on the current channel, then on the others in order while the failure is one
+    /// another endpoint may not have ([`elsewhere`]).
     async fn call<T, F, Fut>(self, f: F) -> Result<T, Status>
     where
         F: Fn(Channel) -> Fut,
@@ -87,7 +104,7 @@ impl Endpoints {
                     }
                     return Ok(v);
                 }
-                Err(s) if s.code() == tonic::Code::Unavailable && i + 1 < n => last = s,
+                Err(s) if elsewhere(&s) && i + 1 < n => last = s,
                 Err(s) => return Err(s),
             }
         }

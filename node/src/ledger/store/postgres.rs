@@ -156,6 +156,70 @@ async fn connect(o: &PgOptions) -> Result<Client, Error> {
     Ok(client)
 }
 
+/// Connects the writing and the reading client, creating the tables if missing.
+async fn connected(o: &PgOptions) -> Result<(Reads, Client), Error> {
+    let write = connect(o).await?;
+    for s in SCHEMA {
+        // Two instances creating the tables at once: one of them may fail; the next
+        // statement finds them.
+        if let Err(e) = write.batch_execute(s).await {
+            tracing::debug!(error = %e, "schema statement retried");
+            write.batch_execute(s).await.map_err(pg)?;
+        }
+    }
+    let client = connect(o).await?;
+    let reads = Reads {
+        get: client
+            .prepare("SELECT v FROM accord_kv WHERE cf = $1 AND k = $2")
+            .await
+            .map_err(pg)?,
+        multi: client
+            .prepare("SELECT k, v FROM accord_kv WHERE cf = $1 AND k = ANY($2)")
+            .await
+            .map_err(pg)?,
+        scan: client
+            .prepare(
+                "SELECT k, v FROM accord_kv WHERE cf = $1 AND k >= $2 \
+                 AND ($3::BYTEA IS NULL OR k < $3) ORDER BY k LIMIT $4",
+            )
+            .await
+            .map_err(pg)?,
+        rev: client
+            .prepare(
+                "SELECT k, v FROM accord_kv WHERE cf = $1 AND k <= $2 \
+                 ORDER BY k DESC LIMIT $3",
+            )
+            .await
+            .map_err(pg)?,
+        rev_before: client
+            .prepare(
+                "SELECT k, v FROM accord_kv WHERE cf = $1 AND k < $2 \
+                 ORDER BY k DESC LIMIT $3",
+            )
+            .await
+            .map_err(pg)?,
+        client,
+    };
+    Ok((reads, write))
+}
+
+/// One attempt at the writer's lease: its new epoch, or who holds it (holder, epoch).
+async fn take(
+    write: &Client,
+    holder: &str,
+    lease_ms: i64,
+) -> Result<Result<u64, (String, i64)>, Error> {
+    if let Some(row) = write
+        .query_opt(TAKE, &[&holder, &lease_ms])
+        .await
+        .map_err(pg)?
+    {
+        return Ok(Ok(row.get::<_, i64>(0) as u64));
+    }
+    let row = write.query_one(HOLDER, &[]).await.map_err(pg)?;
+    Ok(Err((row.get(0), row.get(1))))
+}
+
 impl Pg {
     /// Connects, creates the tables if missing, and takes the writer's lease, waiting while
     /// another live instance holds it (it becomes free when released or expired).
@@ -168,62 +232,30 @@ impl Pg {
             .map_err(|e| Error::Internal(format!("postgres runtime: {e}")))?;
         let (o, lease_ms, holder) = (o.clone(), o.lease_ms, o.holder.clone());
         let (reads, write, epoch) = rt.block_on(async move {
-            let write = connect(&o).await?;
-            for s in SCHEMA {
-                // Two instances creating the tables at once: one of them may fail; the next
-                // statement finds them.
-                if let Err(e) = write.batch_execute(s).await {
-                    tracing::debug!(error = %e, "schema statement retried");
-                    write.batch_execute(s).await.map_err(pg)?;
-                }
-            }
-            let client = connect(&o).await?;
-            let reads = Reads {
-                get: client
-                    .prepare("SELECT v FROM accord_kv WHERE cf = $1 AND k = $2")
-                    .await
-                    .map_err(pg)?,
-                multi: client
-                    .prepare("SELECT k, v FROM accord_kv WHERE cf = $1 AND k = ANY($2)")
-                    .await
-                    .map_err(pg)?,
-                scan: client
-                    .prepare(
-                        "SELECT k, v FROM accord_kv WHERE cf = $1 AND k >= $2 \
-                         AND ($3::BYTEA IS NULL OR k < $3) ORDER BY k LIMIT $4",
-                    )
-                    .await
-                    .map_err(pg)?,
-                rev: client
-                    .prepare(
-                        "SELECT k, v FROM accord_kv WHERE cf = $1 AND k <= $2 \
-                         ORDER BY k DESC LIMIT $3",
-                    )
-                    .await
-                    .map_err(pg)?,
-                rev_before: client
-                    .prepare(
-                        "SELECT k, v FROM accord_kv WHERE cf = $1 AND k < $2 \
-                         ORDER BY k DESC LIMIT $3",
-                    )
-                    .await
-                    .map_err(pg)?,
-                client,
-            };
+            // The first connection's failure is the start-up's (a wrong URL or password is
+            // reported at once); once connected, a standby rides out the database's own
+            // failover (a promoted replica, a restart): it reconnects while it waits, naming
+            // no writer meanwhile.
+            let (mut reads, mut write) = connected(&o).await?;
             let lease = o.lease_ms as i64;
             let epoch = loop {
-                if let Some(row) = write
-                    .query_opt(TAKE, &[&o.holder, &lease])
-                    .await
-                    .map_err(pg)?
-                {
-                    break row.get::<_, i64>(0) as u64;
-                }
-                let row = write.query_one(HOLDER, &[]).await.map_err(pg)?;
-                let (holder, epoch): (String, i64) = (row.get(0), row.get(1));
-                tracing::info!(holder, epoch, "waiting for the writer's lease");
-                if let Some(seen) = &o.waiting.holder {
-                    seen.send_replace(holder);
+                let seen = match take(&write, &o.holder, lease).await {
+                    Ok(Ok(epoch)) => break epoch,
+                    Ok(Err((holder, epoch))) => {
+                        tracing::info!(holder, epoch, "waiting for the writer's lease");
+                        holder
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "database unreachable while waiting for the writer's lease");
+                        match connected(&o).await {
+                            Ok((r, w)) => (reads, write) = (r, w),
+                            Err(e) => tracing::warn!(error = %e, "reconnecting to the database"),
+                        }
+                        format!("unknown (database unreachable: {e})")
+                    }
+                };
+                if let Some(w) = &o.waiting.holder {
+                    w.send_replace(seen);
                 }
                 let pause = tokio::time::sleep(Duration::from_millis((o.lease_ms / 4).max(50)));
                 match &o.waiting.stop {
