@@ -42,6 +42,46 @@ pub struct ScaleArgs {
     /// Print one JSON object as the last line (same as `--output json`).
     #[arg(long)]
     pub json: bool,
+    /// The node's store: `rocksdb` (its default) or `postgres` (issue 31; with --pg-url naming
+    /// an empty database, and --pg-password-file unless the server trusts the connection).
+    #[arg(long, default_value = "rocksdb", value_parser = ["rocksdb", "postgres"])]
+    pub backend: String,
+    /// With --backend postgres: the database, `postgres://user@host:port/db` (no password).
+    #[arg(long, required_if_eq("backend", "postgres"))]
+    pub pg_url: Option<String>,
+    /// With --backend postgres: a file holding the database password.
+    #[arg(long)]
+    pub pg_password_file: Option<std::path::PathBuf>,
+}
+
+/// `(rows, bytes)` of the node's table in the database at `url`: its rows, and what
+/// PostgreSQL keeps for it (`pg_total_relation_size`: the heap, TOAST and the primary key's
+/// index). `(0, 0)` before the node created it.
+async fn pg_table(url: &str, password_file: Option<&Path>) -> Result<(i64, i64)> {
+    let mut cfg: tokio_postgres::Config = url.parse().context("--pg-url")?;
+    if let Some(p) = password_file {
+        let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
+        cfg.password(text.lines().next().unwrap_or("").as_bytes());
+    }
+    let (client, conn) = cfg
+        .connect(tokio_postgres::NoTls)
+        .await
+        .context("--pg-url")?;
+    tokio::spawn(conn);
+    let exists: bool = client
+        .query_one("SELECT to_regclass('accord_kv') IS NOT NULL", &[])
+        .await?
+        .get(0);
+    if !exists {
+        return Ok((0, 0));
+    }
+    let row = client
+        .query_one(
+            "SELECT count(*), pg_total_relation_size('accord_kv') FROM accord_kv",
+            &[],
+        )
+        .await?;
+    Ok((row.get(0), row.get(1)))
 }
 
 const ORG: &str = "scale";
@@ -255,6 +295,9 @@ pub struct Figures {
     pub record_bytes_mean: f64,
     /// After the reads: RocksDB's memory by property (`accord_rocksdb_memory_bytes`), MiB.
     pub rocksdb_memory_mib: std::collections::BTreeMap<String, f64>,
+    /// The store: `rocksdb` or `postgres` (whose bytes are the table's, the server's memory
+    /// not counted in the RSS).
+    pub backend: String,
 }
 
 /// `accord_rocksdb_memory_bytes` of the node's metrics listener at `addr`, MiB by property.
@@ -343,6 +386,7 @@ pub async fn measure(root: &Path, records: u64, reads: u64) -> Result<(Figures, 
             tick_us: 0.0,
             record_bytes_mean: 0.0,
             rocksdb_memory_mib: memory,
+            backend: String::new(),
         },
         node,
     ))
@@ -363,11 +407,22 @@ pub async fn run(a: ScaleArgs, out: crate::output::Output) -> Result<()> {
             tmp.path().to_path_buf()
         }
     };
+    let postgres = a.backend == "postgres";
+    let (url, password_file) = (a.pg_url.as_deref(), a.pg_password_file.as_deref());
+    let storage = crate::bench::storage_section(&a.backend, url, password_file)?;
+    if let (true, Some(url)) = (postgres, url) {
+        anyhow::ensure!(
+            pg_table(url, password_file).await?.0 == 0,
+            "--pg-url: the database already holds a ledger; name an empty one"
+        );
+    }
     let marker = root.join("scale-records");
-    let reuse = std::fs::read_to_string(&marker)
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        == Some(records);
+    // A ledger in PostgreSQL is never reused (the database is checked empty above).
+    let reuse = !postgres
+        && std::fs::read_to_string(&marker)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            == Some(records);
     let (build_s, record_bytes_mean) = if reuse {
         (0.0, 0.0)
     } else {
@@ -376,13 +431,26 @@ pub async fn run(a: ScaleArgs, out: crate::output::Output) -> Result<()> {
         }
         std::fs::create_dir_all(&root)?;
         init(&root)?;
+        let cfg = root.join(ORG).join(accord_daemon::layout::node::CONFIG);
+        let text = std::fs::read_to_string(&cfg)?;
+        std::fs::write(&cfg, text + &storage)?;
         let s = build(&root, records, a.size).await?;
         std::fs::write(&marker, records.to_string())?;
         s
     };
-    let uncompacted = if reuse { 0 } else { compact(&root)? };
+    // RocksDB is compacted to its bottommost level; PostgreSQL's table is measured as it is.
+    let uncompacted = if reuse || postgres {
+        0
+    } else {
+        compact(&root)?
+    };
 
     let (mut f, node) = measure(&root, records, a.reads).await?;
+    f.backend = a.backend.clone();
+    if let (true, Some(url)) = (postgres, url) {
+        let (_, table) = pg_table(url, password_file).await?;
+        f.bytes_per_record += table as f64 / records as f64;
+    }
     f.build_s = build_s;
     f.bytes_per_record_uncompacted = uncompacted as f64 / records as f64;
     f.record_bytes_mean = record_bytes_mean;
@@ -398,6 +466,7 @@ pub async fn run(a: ScaleArgs, out: crate::output::Output) -> Result<()> {
     } else {
         crate::output::fields(&[
             ("records", f.records.to_string()),
+            ("store", f.backend.clone()),
             ("build", format!("{:.1} s", f.build_s)),
             ("start-up to SERVING", format!("{:.0} ms", f.startup_ms)),
             ("RSS after start-up", format!("{:.1} MiB", f.rss_mib)),
