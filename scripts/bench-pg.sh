@@ -63,28 +63,29 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
   -o "-c listen_addresses=127.0.0.1 -p $port -k $tmp" start >/dev/null
 trap '"${as_pg[@]}" "$pgbin/pg_ctl" -D "$tmp/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 export PGPASSWORD=$password
+# Each PostgreSQL run gets a database of its own (never a subshell: the count must persist).
 n=0
+pg=()
 fresh_db() {
   n=$((n + 1))
   "$pgbin/psql" -h 127.0.0.1 -p "$port" -U accord -d postgres -qc "CREATE DATABASE bench$n" >/dev/null
-  echo "postgres://accord@127.0.0.1:$port/bench$n"
+  pg=(--backend postgres --pg-url "postgres://accord@127.0.0.1:$port/bench$n" --pg-password-file "$tmp/password")
 }
-pg_flags() { echo --backend postgres --pg-url "$(fresh_db)" --pg-password-file "$tmp/password"; }
 echo "PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port" >&2
 
 run() { echo "== $*" >&2; "$ctl" --output json "$@" | tail -1; }
 if [ -z "$only" ] || [ "$only" = append ]; then
   run bench append "${quick[@]}"
-  # shellcheck disable=SC2046
-  run bench append "${quick[@]}" $(pg_flags)
+  fresh_db
+  run bench append "${quick[@]}" "${pg[@]}"
 fi
 if [ -z "$only" ] || [ "$only" = federation ]; then
   run bench federation "${quick[@]}"
-  # shellcheck disable=SC2046
-  run bench federation "${quick[@]}" $(pg_flags)
+  fresh_db
+  run bench federation "${quick[@]}" "${pg[@]}"
 fi
 if [ -z "$only" ] || [ "$only" = scale ]; then
   run bench scale --records "$records"
-  # shellcheck disable=SC2046
-  run bench scale --records "$records" $(pg_flags)
+  fresh_db
+  run bench scale --records "$records" "${pg[@]}"
 fi

@@ -150,8 +150,11 @@ fn default_checkpoint_interval_ms() -> u64 {
     1000
 }
 
+/// 25 ms (issue 32, item 5: recorded → witnessed p99 ≤ 50 ms): at most 40 checkpoints a second,
+/// each one signature, one stored value and one request per witness — small beside the group
+/// commits it follows.
 fn default_min_checkpoint_interval_ms() -> u64 {
-    100
+    25
 }
 
 impl Default for LogConfig {

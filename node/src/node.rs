@@ -221,6 +221,11 @@ pub(crate) async fn open_with(
     })
     .await
     .map_err(|e| Error::Internal(e.to_string()))??;
+    check_identity(
+        ledger.store(),
+        &config.origin(),
+        &signer.verifier().to_vkey(),
+    )?;
     let metrics = crate::metrics::Metrics::new();
     ledger.observe(metrics.clone());
     let tokens = crate::auth::Tokens::from_config(&config);
@@ -294,4 +299,29 @@ pub(crate) async fn open_with(
         writer,
         witnesses,
     })
+}
+
+/// The `meta` key naming the log a store holds: `origin\nnode vkey`.
+const IDENTITY: &str = "node/identity";
+
+/// A store holds one node's log. Its origin and node key are written at the first open and
+/// checked at every later one, so that a node pointed at another node's data — a database URL
+/// copied from another organisation's config, a restored directory of the wrong node — refuses
+/// to start (`config`) instead of serving and signing that log's records as its own.
+fn check_identity(store: &crate::ledger::Store, origin: &str, vkey: &str) -> Result<(), Error> {
+    let want = format!("{origin}\n{vkey}");
+    match store.meta(IDENTITY)? {
+        Some(v) if v == want.as_bytes() => Ok(()),
+        Some(v) => {
+            let held = String::from_utf8_lossy(&v).replace('\n', " signed by ");
+            Err(Error::Config(crate::config::ConfigError {
+                field: "storage".into(),
+                reason: format!(
+                    "holds the log of another node ({held}), not {origin}: check [storage] url \
+                     or data_dir"
+                ),
+            }))
+        }
+        None => store.put_meta(IDENTITY, want.as_bytes()),
+    }
 }

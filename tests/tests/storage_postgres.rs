@@ -337,3 +337,60 @@ async fn an_append_fenced_by_a_taken_lease_is_answered_not_writer() {
         "0"
     );
 }
+
+/// A node pointed at a database that holds another node's log — a `[storage] url` copied from
+/// another organisation's config — refuses to start, naming the log it found, instead of
+/// serving and signing that log's records as its own; the other node's records are untouched.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_refuses_a_database_holding_another_nodes_log() {
+    let pg = TestPostgres::start().unwrap();
+    let section = pg.storage_section(1_000);
+    let s = section.clone();
+    let mut acme = TestNode::builder("acme")
+        .party("alice")
+        .config(move |text, _| text.push_str(&s))
+        .start()
+        .await
+        .unwrap();
+    let alice = Signer::from_skey(acme.party_skey("alice").trim()).unwrap();
+    let mut c = acme.work().await.unwrap();
+    submit(&mut c, &alice, &alice_asks_bob("mine", "acme's")).await;
+    assert!(acme.terminate().unwrap(), "a clean stop releases the lease");
+    let rows = || {
+        pg.query("SELECT count(*), sum(length(v)) FROM accord_kv")
+            .unwrap()
+    };
+    let before = rows();
+
+    let globex = TestNode::builder("globex")
+        .party("bob")
+        .config(move |text, _| text.push_str(&section))
+        .init()
+        .unwrap();
+    let out = std::process::Command::new(accord_tests::bin("accord-node"))
+        .args(["serve", "--config"])
+        .arg(globex.dir.join("accord.toml"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "globex started on acme's database");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .contains("holds the log of another node (acme.accord/log signed by acme.accord/log+"),
+        "{stderr}"
+    );
+    assert_eq!(rows(), before, "acme's database changed");
+    // acme still opens it, its record there.
+    acme.spawn().await.unwrap();
+    let cm = acme
+        .work()
+        .await
+        .unwrap()
+        .get_commitment(work::GetCommitmentRequest {
+            commitment_id: "mine".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(cm.state, "requested");
+}

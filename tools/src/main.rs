@@ -20,6 +20,8 @@ mod bench_envelope;
 #[cfg(feature = "node")]
 mod bench_federation;
 #[cfg(feature = "node")]
+mod bench_load;
+#[cfg(feature = "node")]
 mod bench_log;
 #[cfg(feature = "node")]
 mod bench_scale;

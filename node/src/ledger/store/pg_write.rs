@@ -4,7 +4,7 @@
 
 use super::Op;
 use std::collections::BTreeMap;
-use tokio_postgres::Client;
+use tokio_postgres::{Client, Statement};
 
 /// The fence, first in every write transaction.
 const FENCE: &str = "UPDATE accord_lease SET epoch = epoch WHERE id = 1 AND epoch = $1";
@@ -41,10 +41,50 @@ impl Writes {
     }
 }
 
+/// The write transaction's statements, prepared once on the writer's connection (a statement
+/// sent as text is parsed and described on every call: a round trip each).
+pub(super) struct Statements {
+    fence: Statement,
+    range: Statement,
+    delete: Statement,
+    upsert: Statement,
+}
+
+impl Statements {
+    pub(super) async fn prepare(client: &Client) -> Result<Statements, tokio_postgres::Error> {
+        Ok(Statements {
+            fence: client.prepare(FENCE).await?,
+            range: client
+                .prepare("DELETE FROM accord_kv WHERE cf = $1 AND k >= $2 AND k < $3")
+                .await?,
+            delete: client
+                .prepare(
+                    "DELETE FROM accord_kv WHERE (cf, k) IN \
+                     (SELECT * FROM unnest($1::TEXT[], $2::BYTEA[]))",
+                )
+                .await?,
+            upsert: client
+                .prepare(
+                    "INSERT INTO accord_kv (cf, k, v) \
+                     SELECT * FROM unnest($1::TEXT[], $2::BYTEA[], $3::BYTEA[]) \
+                     ON CONFLICT (cf, k) DO UPDATE SET v = excluded.v",
+                )
+                .await?,
+        })
+    }
+}
+
 /// One SERIALIZABLE transaction: the fence, then the writes. `Ok(false)`: fenced (nothing
 /// written).
+///
+/// The fence and the writes are pipelined: sent together, executed by the server in order,
+/// answered in order — one round trip instead of one per statement. A write executed after a
+/// fence that matched no row is rolled back with it, so nothing of a fenced batch is committed;
+/// a fence that failed (a serialization conflict with a takeover) aborts the transaction, and
+/// its error is the first to come back.
 pub(super) async fn commit(
     client: &mut Client,
+    st: &Statements,
     epoch: i64,
     w: &Writes,
 ) -> Result<bool, tokio_postgres::Error> {
@@ -53,17 +93,21 @@ pub(super) async fn commit(
         .isolation_level(tokio_postgres::IsolationLevel::Serializable)
         .start()
         .await?;
-    if tx.execute(FENCE, &[&epoch]).await? != 1 {
-        tx.rollback().await?;
-        return Ok(false);
+    let fenced = !writes(&tx, st, epoch, w).await?;
+    match fenced {
+        true => tx.rollback().await?,
+        false => tx.commit().await?,
     }
-    for (cf, from, to) in &w.ranges {
-        tx.execute(
-            "DELETE FROM accord_kv WHERE cf = $1 AND k >= $2 AND k < $3",
-            &[cf, from, to],
-        )
-        .await?;
-    }
+    Ok(!fenced)
+}
+
+/// The fence and the writes, pipelined in `tx`; whether the fence matched our epoch.
+async fn writes(
+    tx: &tokio_postgres::Transaction<'_>,
+    st: &Statements,
+    epoch: i64,
+    w: &Writes,
+) -> Result<bool, tokio_postgres::Error> {
     let (mut dcf, mut dk, mut pcf, mut pk, mut pv) = (vec![], vec![], vec![], vec![], vec![]);
     for ((cf, k), v) in &w.keys {
         match v {
@@ -78,25 +122,26 @@ pub(super) async fn commit(
             }
         }
     }
-    if !dk.is_empty() {
-        tx.execute(
-            "DELETE FROM accord_kv WHERE (cf, k) IN \
-             (SELECT * FROM unnest($1::TEXT[], $2::BYTEA[]))",
-            &[&dcf, &dk],
-        )
-        .await?;
-    }
-    if !pk.is_empty() {
-        tx.execute(
-            "INSERT INTO accord_kv (cf, k, v) \
-             SELECT * FROM unnest($1::TEXT[], $2::BYTEA[], $3::BYTEA[]) \
-             ON CONFLICT (cf, k) DO UPDATE SET v = excluded.v",
-            &[&pcf, &pk, &pv],
-        )
-        .await?;
-    }
-    tx.commit().await?;
-    Ok(true)
+    let fence = async move { tx.execute(&st.fence, &[&epoch]).await };
+    let ranges = futures::future::try_join_all(
+        w.ranges
+            .iter()
+            .map(|(cf, from, to)| async move { tx.execute(&st.range, &[cf, from, to]).await }),
+    );
+    let deletes = async {
+        match dk.is_empty() {
+            true => Ok(0),
+            false => tx.execute(&st.delete, &[&dcf, &dk]).await,
+        }
+    };
+    let upserts = async {
+        match pk.is_empty() {
+            true => Ok(0),
+            false => tx.execute(&st.upsert, &[&pcf, &pk, &pv]).await,
+        }
+    };
+    let (fenced, _, _, _) = futures::try_join!(fence, ranges, deletes, upserts)?;
+    Ok(fenced == 1)
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@
 //! The node's code is synchronous where it reads the store (as with RocksDB), so the engine runs
 //! its own small tokio runtime for the driver and blocks the caller on a spawned task.
 
-use super::pg_write::{Writes, commit};
+use super::pg_write::{Statements, Writes, commit};
 use super::{Batch, Kv, Op};
 use crate::error::Error;
 use std::collections::HashMap;
@@ -102,6 +102,8 @@ pub struct Pg {
     rt: Option<tokio::runtime::Runtime>,
     reads: Arc<Reads>,
     write: Arc<tokio::sync::Mutex<Client>>,
+    /// The write transaction's statements, prepared on `write`.
+    statements: Arc<Statements>,
     epoch: u64,
     holder: String,
     /// Cleared when a renewal found the epoch changed: another instance is the writer.
@@ -231,7 +233,7 @@ impl Pg {
             .build()
             .map_err(|e| Error::Internal(format!("postgres runtime: {e}")))?;
         let (o, lease_ms, holder) = (o.clone(), o.lease_ms, o.holder.clone());
-        let (reads, write, epoch) = rt.block_on(async move {
+        let (reads, write, statements, epoch) = rt.block_on(async move {
             // The first connection's failure is the start-up's (a wrong URL or password is
             // reported at once); once connected, a standby rides out the database's own
             // failover (a promoted replica, a restart): it reconnects while it waits, naming
@@ -270,13 +272,15 @@ impl Pg {
                     None => pause.await,
                 }
             };
-            Ok::<_, Error>((reads, write, epoch))
+            let statements = Statements::prepare(&write).await.map_err(pg)?;
+            Ok::<_, Error>((reads, write, statements, epoch))
         })?;
         tracing::info!(epoch, holder = %holder, "writer's lease taken");
         let pg = Pg {
             rt: Some(rt),
             reads: Arc::new(reads),
             write: Arc::new(tokio::sync::Mutex::new(write)),
+            statements: Arc::new(statements),
             epoch,
             holder,
             held: Arc::new(AtomicBool::new(true)),
@@ -575,11 +579,12 @@ impl Kv for Pg {
     fn write(&self, mut batch: Batch, _sync: bool) -> Result<(), Error> {
         let writes = Arc::new(Writes::fold(std::mem::take(batch.ops()?)));
         let (client, epoch, holder) = (self.write.clone(), self.epoch as i64, self.holder.clone());
+        let statements = self.statements.clone();
         self.run(async move {
             let mut client = client.lock().await;
             let mut tries = 0;
             loop {
-                match commit(&mut client, epoch, &writes).await {
+                match commit(&mut client, &statements, epoch, &writes).await {
                     Ok(true) => return Ok(()),
                     Ok(false) => {
                         let row = client.query_one(HOLDER, &[]).await.map_err(pg)?;
