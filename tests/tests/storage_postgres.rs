@@ -367,13 +367,28 @@ async fn a_node_refuses_a_database_holding_another_nodes_log() {
         .config(move |text, _| text.push_str(&section))
         .init()
         .unwrap();
-    let out = std::process::Command::new(accord_tests::bin("accord-node"))
+    let mut child = std::process::Command::new(accord_tests::bin("accord-node"))
         .args(["serve", "--config"])
         .arg(globex.dir.join("accord.toml"))
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    assert!(!out.status.success(), "globex started on acme's database");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    // acme released the lease: globex takes it at once, opens the store and must stop there.
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("globex is serving on acme's database (still running after 30 s)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(!status.success(), "globex exited 0 on acme's database");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(
         stderr
             .contains("holds the log of another node (acme.accord/log signed by acme.accord/log+"),
