@@ -229,13 +229,18 @@ pub async fn wait_serving(ch: Channel) -> Result<()> {
     }
 }
 
-/// Whether a call failed because the server closed its connection under it (an HTTP/2
-/// GOAWAY: the server did not process the call), as at a standby's switch to the writer.
+/// Whether a call failed because the server closed its connection under it, as a standby's
+/// server does at the instance's switch to the writer: an HTTP/2 GOAWAY refused the call, or
+/// the connection closed before it was answered (hyper's "operation was canceled: connection
+/// closed"). Only for calls that may be sent again (a health check, an idempotent submit).
 pub fn closed_under(e: &tonic::Status) -> bool {
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         if let Some(h2) = s.downcast_ref::<h2::Error>() {
             return h2.is_go_away();
+        }
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            return h.is_canceled();
         }
         source = s.source();
     }
