@@ -7,7 +7,8 @@
 #   scripts/pg-failover.sh [--cycles N]      default: 20 cycles
 #
 # Prints the tests' `pg-failover:` lines (cycles, slowest takeover): the single node, and the writer
-# killed under load from two organisations with witnesses (each cycle kills whichever is the writer).
+# killed under load from two organisations with witnesses (each cycle kills whichever is the writer);
+# and the `pg-promotion:` line (the database's primary stopped, its synchronous replica promoted).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cycles=20
@@ -23,7 +24,7 @@ trap 'rm -f "$log"' EXIT
 export ACCORD_PG_FAILOVER_CYCLES=$cycles
 status=0
 cargo test -p accord-tests --test e2e storage_ -- --nocapture --test-threads 1 >"$log" 2>&1 || status=$?
-grep -E '^pg-failover' "$log" || true
+grep -E '^pg-(failover|promotion)' "$log" || true
 if [ "$status" -ne 0 ]; then
   grep -E "panicked|FAILED" "$log" >&2 || tail -40 "$log" >&2
 fi
