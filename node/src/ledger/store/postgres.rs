@@ -310,6 +310,7 @@ impl Pg {
             rt.spawn(async move {
                 let lease = Duration::from_millis(lease_ms);
                 let every = Duration::from_millis((lease_ms / 3).max(10));
+                let mut statement: Option<Statement> = None;
                 // The lease was taken (or last renewed) no earlier than this.
                 let mut valid_until = std::time::Instant::now() + lease;
                 while held.load(Ordering::SeqCst) {
@@ -319,11 +320,17 @@ impl Pg {
                     }
                     let sent = std::time::Instant::now();
                     let renew = async {
-                        write
-                            .lock()
-                            .await
-                            .execute(RENEW, &[&epoch, &(lease_ms as i64)])
-                            .await
+                        let c = write.lock().await;
+                        // Prepared once (a statement sent as text is parsed on every call).
+                        if statement.is_none() {
+                            statement = c.prepare(RENEW).await.ok();
+                        }
+                        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] =
+                            [&epoch, &(lease_ms as i64)];
+                        match &statement {
+                            Some(st) => c.execute(st, &params).await,
+                            None => c.execute(RENEW, &params).await,
+                        }
                     };
                     // A renewal that hangs past the lease counts as failed.
                     let left = valid_until.saturating_duration_since(sent);
