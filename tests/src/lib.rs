@@ -406,6 +406,20 @@ impl TestNode {
         Ok(())
     }
 
+    /// Trusts the witnesses of `entries` ([`TestWitness::node_config_entry`]) with `k` of them
+    /// required for a checkpoint to be witnessed (the config `init` wrote has none and `k = 0`).
+    pub fn trust_witnesses(&self, k: usize, entries: &[String]) -> Result<()> {
+        self.edit_config(|t| {
+            *t = t.replace(
+                "[witnesses]\n# A record is witnessed once a checkpoint that includes it has k valid cosignatures.\nk = 0",
+                &format!("[witnesses]\nk = {k}"),
+            );
+            for e in entries {
+                t.push_str(e);
+            }
+        })
+    }
+
     /// Restarts the process on a new ephemeral port (`127.0.0.1:0` again), for restarts that
     /// no peer needs to find at the old address: re-binding the old port can race with another
     /// test's listener taking it meanwhile.

@@ -290,8 +290,8 @@ impl TestPostgres {
 
 impl Drop for TestPostgres {
     fn drop(&mut self) {
-        let data = self.data.display().to_string();
-        let _ = self.run("pg_ctl", &["-D", &data, "-m", "immediate", "stop"]);
+        // Already stopped when the test killed it: the error is expected.
+        let _ = self.kill();
     }
 }
 

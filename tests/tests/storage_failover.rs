@@ -12,7 +12,6 @@
 use crate::federation_common::*;
 use crate::storage_common::*;
 use accord_proto::note::Signer;
-use accord_proto::pb::admin::v1 as admin;
 use accord_proto::pb::work::v1 as work;
 use accord_proto::signing;
 use accord_tests::pg::{Instance, TestPostgres};
@@ -60,12 +59,7 @@ async fn failover_under_load(inbound: usize) {
         .await
         .unwrap();
     let (e1, e2) = (w1.node_config_entry(), w2.node_config_entry());
-    acme.edit_config(|t| {
-        *t = t.replace("[witnesses]\n# A record is witnessed once a checkpoint that includes it has k valid cosignatures.\nk = 0", "[witnesses]\nk = 2");
-        t.push_str(&e1);
-        t.push_str(&e2);
-    })
-    .unwrap();
+    acme.trust_witnesses(2, &[e1, e2]).unwrap();
     acme.spawn().await.unwrap();
     let standby = Instance::start(&acme).unwrap();
     let globex = TestNode::builder("globex")
@@ -76,17 +70,7 @@ async fn failover_under_load(inbound: usize) {
         .unwrap();
     acme.add_peer(&globex).await.unwrap();
     // globex lists both of acme's instances (issue 31: several endpoints for one organisation).
-    let mut as_peer = acme.as_peer();
-    as_peer.endpoint = format!("https://{}, https://{}", acme.addr, standby.addr);
-    globex
-        .admin()
-        .await
-        .unwrap()
-        .add_peer(globex.admin_request(admin::AddPeerRequest {
-            peer: Some(as_peer),
-        }))
-        .await
-        .unwrap();
+    peer_at(&globex, &acme, &[acme.addr, standby.addr]).await;
 
     // Witnessed before the kill: the witnesses hold a checkpoint of the first writer's log.
     let alice = signer(&acme, "alice");
@@ -145,15 +129,6 @@ async fn failover_under_load(inbound: usize) {
 
     // The writer is whichever address the lease row names.
     let mut instances: [Option<Instance>; 2] = [None, Some(standby)];
-    let writer_index = |pg: &TestPostgres| {
-        let holder = pg
-            .query("SELECT holder FROM accord_lease WHERE id = 1")
-            .unwrap();
-        addrs
-            .iter()
-            .position(|a| holder.starts_with(&format!("acme@{a} ")))
-            .unwrap_or_else(|| panic!("the lease names no instance: {holder:?}"))
-    };
     for cycle in 0..cycles {
         let want = KILL_AFTER * (cycle + 1);
         accord_tests::eventually(WAIT, || {
@@ -162,7 +137,7 @@ async fn failover_under_load(inbound: usize) {
         })
         .await
         .unwrap();
-        let w = writer_index(&pg);
+        let w = writer_of(&pg, &addrs);
         match instances[w].take() {
             None => acme.kill9(),
             // Dropping an instance SIGKILLs it.
@@ -334,17 +309,7 @@ async fn a_peer_listing_a_standby_first_delivers_to_the_writer() {
         .await
         .unwrap();
     acme.add_peer(&globex).await.unwrap();
-    let mut as_peer = acme.as_peer();
-    as_peer.endpoint = format!("https://{}, https://{}", standby.addr, acme.addr);
-    globex
-        .admin()
-        .await
-        .unwrap()
-        .add_peer(globex.admin_request(admin::AddPeerRequest {
-            peer: Some(as_peer),
-        }))
-        .await
-        .unwrap();
+    peer_at(&globex, &acme, &[standby.addr, acme.addr]).await;
     let bob = signer(&globex, "bob");
     let s = signing::sign_record(
         &bob,

@@ -46,11 +46,7 @@ async fn promoting_the_synchronous_replica_under_load_loses_no_acknowledged_reco
         .await
         .unwrap();
     let entry = w1.node_config_entry();
-    acme.edit_config(|t| {
-        *t = t.replace("[witnesses]\n# A record is witnessed once a checkpoint that includes it has k valid cosignatures.\nk = 0", "[witnesses]\nk = 1");
-        t.push_str(&entry);
-    })
-    .unwrap();
+    acme.trust_witnesses(1, &[entry]).unwrap();
     let acme = Arc::new(acme);
     let instances = vec![
         Instance::start(&acme).unwrap(),
@@ -119,13 +115,7 @@ async fn promoting_the_synchronous_replica_under_load_loses_no_acknowledged_reco
     .await
     .unwrap();
     // The writer is the instance the lease row names; the other is the standby.
-    let holder = primary
-        .query("SELECT holder FROM accord_lease WHERE id = 1")
-        .unwrap();
-    let writer = addrs
-        .iter()
-        .position(|a| holder.starts_with(&format!("acme@{a} ")))
-        .unwrap_or_else(|| panic!("the lease names no instance: {holder:?}"));
+    let writer = writer_of(&primary, &addrs);
     let killed = Instant::now();
     primary.kill().unwrap();
     replica.promote().unwrap();

@@ -104,12 +104,7 @@ async fn ml_dsa_44_and_ed25519_witnesses_count_toward_k_and_both_types_verify_of
     // The node trusts w1 by its Ed25519 key and w2 by its ML-DSA-44 key; K = 2 needs both.
     let e1 = w1.node_config_entry();
     let e2 = w2.node_config_entry().replace(&ed2, &pq2);
-    node.edit_config(|t| {
-        *t = t.replace("[witnesses]\n# A record is witnessed once a checkpoint that includes it has k valid cosignatures.\nk = 0", "[witnesses]\nk = 2");
-        t.push_str(&e1);
-        t.push_str(&e2);
-    })
-    .unwrap();
+    node.trust_witnesses(2, &[e1, e2]).unwrap();
     node.spawn().await.unwrap();
 
     let alice = Signer::from_skey(node.party_skey("alice").trim()).unwrap();

@@ -51,12 +51,7 @@ async fn node_and_two_witnesses_reach_witnessed() {
         .await
         .unwrap();
     let (e1, e2) = (w1.node_config_entry(), w2.node_config_entry());
-    node.edit_config(|t| {
-        *t = t.replace("[witnesses]\n# A record is witnessed once a checkpoint that includes it has k valid cosignatures.\nk = 0", "[witnesses]\nk = 2");
-        t.push_str(&e1);
-        t.push_str(&e2);
-    })
-    .unwrap();
+    node.trust_witnesses(2, &[e1, e2]).unwrap();
     node.spawn().await.unwrap();
 
     let alice = Signer::from_skey(node.party_skey("alice").trim()).unwrap();
@@ -180,11 +175,7 @@ async fn checkpoints_follow_growth_not_a_timer() {
         .await
         .unwrap();
     let e1 = w1.node_config_entry();
-    node.edit_config(|t| {
-        *t = t.replace("[witnesses]\n# A record is witnessed once a checkpoint that includes it has k valid cosignatures.\nk = 0", "[witnesses]\nk = 1");
-        t.push_str(&e1);
-    })
-    .unwrap();
+    node.trust_witnesses(1, &[e1]).unwrap();
     node.spawn().await.unwrap();
     let alice = Signer::from_skey(node.party_skey("alice").trim()).unwrap();
     let mut c = node.work().await.unwrap();

@@ -22,29 +22,31 @@ pub struct Load {
     task: tokio::task::JoinHandle<Result<()>>,
 }
 
-/// `n` records by `author` of `org`, each opening commitment `load-<i>`.
-pub fn records(author: &Signer, org: &str, name: &str, n: u64) -> Vec<SignedRecord> {
-    let party = PartyRef {
+/// A request by `author` of `org` opening `commitment`, `candidate` (of `org`) asked.
+pub fn request(org: &str, author: &str, candidate: &str, commitment: String) -> Record {
+    let party = |name: &str| PartyRef {
         organisation: org.into(),
         name: name.into(),
     };
-    (0..n)
-        .map(|i| {
-            let r = Record {
-                author: Some(party.clone()),
-                commitment_id: format!("load-{i}"),
-                operation: Some(Operation::Request(rec::Request {
-                    candidate: Some(party.clone()),
-                    terms: Some(rec::Terms {
-                        title: "background load".into(),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                })),
+    Record {
+        author: Some(party(author)),
+        commitment_id: commitment,
+        operation: Some(Operation::Request(rec::Request {
+            candidate: Some(party(candidate)),
+            terms: Some(rec::Terms {
+                title: "bench".into(),
                 ..Default::default()
-            };
-            signing::sign_record(author, &r)
-        })
+            }),
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+/// `n` records by `author` (party `name` of `org`), each opening commitment `load-<i>`.
+pub fn records(author: &Signer, org: &str, name: &str, n: u64) -> Vec<SignedRecord> {
+    (0..n)
+        .map(|i| signing::sign_record(author, &request(org, name, name, format!("load-{i}"))))
         .collect()
 }
 

@@ -7,7 +7,6 @@ use crate::inproc::{InProcNode, init_node};
 use accord_proto::checkpoint::{Checkpoint, Cosigner};
 use accord_proto::merkle::{self, MemoryTree};
 use accord_proto::note::Signer;
-use accord_proto::pb::record::v1::{self as rec, PartyRef, Record, record::Operation};
 use accord_proto::pb::work::v1 as work;
 use accord_witness::{AddCheckpoint, LogConfig, Witness, WitnessOptions};
 use anyhow::Result;
@@ -367,25 +366,7 @@ pub async fn run(mut a: WitnessArgs, mut out: crate::output::Output) -> Result<(
     };
     let mut times = Vec::new();
     for i in 0..a.samples {
-        let r = Record {
-            author: Some(PartyRef {
-                organisation: "acme".into(),
-                name: "alice".into(),
-            }),
-            commitment_id: format!("bench-{i}"),
-            operation: Some(Operation::Request(rec::Request {
-                candidate: Some(PartyRef {
-                    organisation: "acme".into(),
-                    name: "bob".into(),
-                }),
-                terms: Some(rec::Terms {
-                    title: "t".into(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            })),
-            ..Default::default()
-        };
+        let r = crate::bench_load::request("acme", "alice", "bob", format!("bench-{i}"));
         let t = Instant::now();
         let resp = c
             .submit(work::SubmitRequest {

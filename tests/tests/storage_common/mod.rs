@@ -167,3 +167,38 @@ pub async fn witnessed_size(c: &WorkClient, id: [u8; 32]) -> u64 {
     let body = d.checkpoint.lines().nth(1).expect("checkpoint size line");
     body.parse().expect("checkpoint size")
 }
+
+/// Which of `addrs` the lease row names as the writer (`acme@ADDR (pid N)`).
+pub fn writer_of(pg: &accord_tests::pg::TestPostgres, addrs: &[std::net::SocketAddr]) -> usize {
+    let holder = pg
+        .query("SELECT holder FROM accord_lease WHERE id = 1")
+        .unwrap();
+    addrs
+        .iter()
+        .position(|a| holder.starts_with(&format!("acme@{a} ")))
+        .unwrap_or_else(|| panic!("the lease names no instance: {holder:?}"))
+}
+
+/// Makes `node` a peer of `peer` reachable at every one of `addrs`, in that order (issue 31:
+/// several endpoints for one organisation).
+pub async fn peer_at(
+    peer: &accord_tests::TestNode,
+    node: &accord_tests::TestNode,
+    addrs: &[std::net::SocketAddr],
+) {
+    use accord_proto::pb::admin::v1 as admin;
+    let mut as_peer = node.as_peer();
+    as_peer.endpoint = addrs
+        .iter()
+        .map(|a| format!("https://{a}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    peer.admin()
+        .await
+        .unwrap()
+        .add_peer(peer.admin_request(admin::AddPeerRequest {
+            peer: Some(as_peer),
+        }))
+        .await
+        .unwrap();
+}
