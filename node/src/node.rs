@@ -125,6 +125,9 @@ pub(crate) struct Transports {
     pub holder: Option<String>,
     /// The listener's counters, when the server made them before opening.
     pub listener_stats: Option<Arc<crate::tls::ListenerStats>>,
+    /// Open a standby's read-only node following the writer, without the lease (PostgreSQL
+    /// only; issue 31): its ledger refuses appends and nothing in it writes.
+    pub follow: bool,
 }
 
 /// The server's TLS configuration and its client verifier (which federation feeds peers' CAs).
@@ -182,6 +185,12 @@ pub(crate) async fn open_with(
     ))
     .with_cache(config.projection.cache_commitments)
     .with_run_cache(config.projection.cache_runs);
+    // Standbys follow the writer through its change journal (projection::journal).
+    let machine = match config.storage.backend {
+        crate::config::Backend::Postgres => machine.with_journal(),
+        crate::config::Backend::Rocksdb => machine,
+    };
+    let follow = transports.follow;
     let access = machine.access_handle();
     let data_dir = config.data_dir.clone();
     let max_batch = config.ledger.max_batch;
@@ -215,6 +224,10 @@ pub(crate) async fn open_with(
                     holder,
                     waiting,
                 };
+                if follow {
+                    let every = std::time::Duration::from_millis(storage.follow_ms);
+                    return Ledger::follow_postgres(&options, extra, machine, every);
+                }
                 Ledger::open_postgres(&options, extra, machine, max_batch, writer_clock)
             }
         }
@@ -225,6 +238,7 @@ pub(crate) async fn open_with(
         ledger.store(),
         &config.origin(),
         &signer.verifier().to_vkey(),
+        follow,
     )?;
     let metrics = crate::metrics::Metrics::new();
     ledger.observe(metrics.clone());
@@ -308,7 +322,14 @@ const IDENTITY: &str = "node/identity";
 /// checked at every later one, so that a node pointed at another node's data — a database URL
 /// copied from another organisation's config, a restored directory of the wrong node — refuses
 /// to start (`config`) instead of serving and signing that log's records as its own.
-fn check_identity(store: &crate::ledger::Store, origin: &str, vkey: &str) -> Result<(), Error> {
+/// A follower (a standby) only checks: it writes nothing, and waits for the writer to have
+/// written it.
+fn check_identity(
+    store: &crate::ledger::Store,
+    origin: &str,
+    vkey: &str,
+    follow: bool,
+) -> Result<(), Error> {
     let want = format!("{origin}\n{vkey}");
     match store.meta(IDENTITY)? {
         Some(v) if v == want.as_bytes() => Ok(()),
@@ -322,6 +343,9 @@ fn check_identity(store: &crate::ledger::Store, origin: &str, vkey: &str) -> Res
                 ),
             }))
         }
+        None if follow => Err(Error::Unavailable(
+            "the writer has not yet written this store's identity".into(),
+        )),
         None => store.put_meta(IDENTITY, want.as_bytes()),
     }
 }

@@ -18,6 +18,7 @@
 mod cache;
 pub(crate) mod due;
 pub(crate) mod feed;
+pub mod journal;
 mod machine;
 pub(crate) mod restart;
 pub mod store;

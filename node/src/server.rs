@@ -81,21 +81,38 @@ pub async fn run_with_clock(
             opened.clone(),
         );
         let (holder_tx, holder_rx) = tokio::sync::watch::channel(String::new());
+        let (reads_tx, reads_rx) = tokio::sync::watch::channel(None);
         verifier.set_standby(true);
         // It drains on its own once the node opens; the node does not wait for it.
         let until = opened.clone();
         tokio::spawn(async move {
-            if let Err(e) =
-                crate::standby::serve(standby_connections, until, holder_rx, SERVED_SERVICES).await
+            if let Err(e) = crate::standby::serve(
+                standby_connections,
+                until,
+                holder_rx,
+                reads_rx,
+                SERVED_SERVICES,
+            )
+            .await
             {
                 tracing::warn!(error = %e, "standby server");
             }
         });
-        transports.holder = Some(format!(
-            "{}@{addr} (pid {})",
-            config.name,
-            std::process::id()
+        let holder = format!("{}@{addr} (pid {})", config.name, std::process::id());
+        tokio::spawn(follow_while_standby(
+            config.clone(),
+            clock.clone(),
+            crate::node::Transports {
+                tls: transports.tls.clone(),
+                listener_stats: transports.listener_stats.clone(),
+                holder: Some(format!("{holder}, standby")),
+                follow: true,
+                ..Default::default()
+            },
+            reads_tx,
+            opened.clone(),
         ));
+        transports.holder = Some(holder);
         transports.waiting = crate::ledger::Waiting {
             holder: Some(Arc::new(holder_tx)),
             stop: Some(stop.clone()),
@@ -222,6 +239,81 @@ pub async fn run_with_clock(
         ));
     }
     result
+}
+
+/// While this instance waits for the writer's lease (`until` not cancelled): opens its read-only
+/// node following the writer (retried until the writer has initialised the store) and hands
+/// the standby server its read services; once the lease is taken, stops it.
+async fn follow_while_standby(
+    config: Config,
+    clock: Clock,
+    transports: crate::node::Transports,
+    reads: tokio::sync::watch::Sender<Option<axum::Router>>,
+    until: CancellationToken,
+) {
+    let retry = std::time::Duration::from_millis(config.storage.follow_ms.max(250));
+    let opened = loop {
+        let t = crate::node::Transports {
+            tls: transports.tls.clone(),
+            listener_stats: transports.listener_stats.clone(),
+            holder: transports.holder.clone(),
+            follow: true,
+            ..Default::default()
+        };
+        let r = tokio::select! {
+            r = crate::node::open_with(config.clone(), clock.clone(), t) => r,
+            _ = until.cancelled() => return,
+        };
+        match r {
+            Ok(o) => break o,
+            Err(e) => tracing::debug!(error = %e, "standby: reads not served yet"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(retry) => {}
+            _ = until.cancelled() => return,
+        }
+    };
+    let node = opened.node;
+    if !until.is_cancelled() {
+        // Peers' CAs are loaded now (the read-only node's federation gave them to the shared
+        // verifier): their handshakes complete, a delivery is refused `not_writer` (they move
+        // on) and their receipt reads are served. The verifier stays in its standby mode, which
+        // asks every client for a certificate: a peer the standby does not know yet (added at
+        // the writer since) is refused at the handshake rather than let in without its
+        // identity on a connection the node would serve once this instance takes the lease.
+        tracing::info!(records = node.ledger.len(), "standby serving reads");
+        let router = tonic::service::Routes::new(crate::services::work::server_until(
+            node.clone(),
+            until.clone(),
+        ))
+        .add_service(crate::services::log::server(node.clone()))
+        .add_service(crate::services::federation::server(node.clone()))
+        .add_service(crate::services::admin::server(node.clone()))
+        .add_service(crate::services::run::server(node.clone()))
+        .add_service(crate::services::envelope::server(node.clone()))
+        .into_axum_router();
+        reads.send_replace(Some(router));
+        // The checkpoints the writer signs and its witnesses cosign, read as often as the
+        // ledger is followed.
+        let mut tick =
+            tokio::time::interval(std::time::Duration::from_millis(config.storage.follow_ms));
+        loop {
+            tokio::select! {
+                _ = until.cancelled() => break,
+                _ = tick.tick() => {
+                    let n = node.clone();
+                    let r = tokio::task::spawn_blocking(move || n.log.reload(n.ledger.store())).await;
+                    if let Ok(Err(e)) = r {
+                        tracing::debug!(error = %e, "standby: checkpoints not read");
+                    }
+                }
+            }
+        }
+        reads.send_replace(None);
+    }
+    node.ledger.stop().await;
+    let writer = opened.writer;
+    let _ = tokio::task::spawn_blocking(move || writer.join()).await;
 }
 
 /// The services the node serves, as reflection lists them (DESIGN.md, "Operations": both

@@ -1,12 +1,13 @@
 //! A standby instance (issue 31, item 2): an instance of a node on PostgreSQL that waits for the
-//! writer's lease binds its port at once and answers there while it waits — gRPC health reports
-//! every service `NOT_SERVING`, and every other call is refused `UNAVAILABLE`,
-//! `accord-reason: not_writer`, with `accord-writer` naming the instance that holds the lease —
-//! so that a client or a peer listing several endpoints moves on at once instead of waiting for
-//! a handshake that never completes. Once it holds the lease, the same listener serves the node.
-//!
-//! A standby does not serve reads: its derived state would have to follow the writer's commits
-//! record by record (ARCHITECTURE.md, "Past one machine", says what that takes).
+//! writer's lease binds its port at once and answers there while it waits. gRPC health reports
+//! every service `NOT_SERVING` (health says who takes writes: load balancers and peers send
+//! those to the writer). Once its read-only node is open ([`crate::node::open_with`] with
+//! `follow`: a ledger following the writer's commits through the change journal,
+//! `projection::journal`), it serves every read ([`READS`]) from the database; every other
+//! call — and every read before that — is refused `UNAVAILABLE`, `accord-reason: not_writer`,
+//! with `accord-writer` naming the instance that holds the lease, so that a client or a peer
+//! listing several endpoints moves on at once. Once it holds the lease, the same listener
+//! serves the node.
 
 use crate::error::Error;
 use futures::{Stream, StreamExt};
@@ -76,12 +77,44 @@ pub(crate) fn refusal(writer: &str) -> tonic::Status {
     status
 }
 
+/// The calls a standby serves from the database once its read-only node is open: reads that
+/// change nothing. Every other path (writes, federation's `Deliver`, the admin API's changes)
+/// is refused `not_writer` before any handler runs.
+pub const READS: &[&str] = &[
+    "/accord.work.v1.WorkService/GetRecord",
+    "/accord.work.v1.WorkService/ListRecords",
+    "/accord.work.v1.WorkService/GetCommitment",
+    "/accord.work.v1.WorkService/GetDurability",
+    "/accord.work.v1.WorkService/ListCommitments",
+    "/accord.work.v1.WorkService/WatchCommitments",
+    "/accord.work.v1.WorkService/ListAttention",
+    "/accord.work.v1.WorkService/WatchAttention",
+    "/accord.log.v1.LogService/GetCheckpoint",
+    "/accord.log.v1.LogService/GetInclusionProof",
+    "/accord.log.v1.LogService/GetConsistencyProof",
+    "/accord.federation.v1.FederationService/GetReceipts",
+    "/accord.run.v1.RunService/GetRun",
+    "/accord.run.v1.RunService/GetReceipt",
+    "/accord.run.v1.RunService/GetPriorWork",
+    "/accord.envelope.v1.EnvelopeService/Get",
+    "/accord.envelope.v1.EnvelopeService/List",
+    "/accord.envelope.v1.EnvelopeService/ListHolds",
+    "/accord.admin.v1.AdminService/GetStatus",
+    "/accord.admin.v1.AdminService/ListPeers",
+    "/accord.admin.v1.AdminService/ListQuarantine",
+];
+
+/// The read-only node's services, once open.
+pub(crate) type Reads = watch::Receiver<Option<axum::Router>>;
+
 /// Serves the standby's answers on `incoming` until `until` is cancelled: health NOT_SERVING for
-/// the server and each of `services`; `writer` follows the lease row's holder.
+/// the server and each of `services`; [`READS`] by `reads` once it holds a router; `writer`
+/// follows the lease row's holder.
 pub(crate) async fn serve<I, IO>(
     incoming: I,
     until: CancellationToken,
     writer: watch::Receiver<String>,
+    reads: Reads,
     services: &'static [&'static str],
 ) -> Result<(), Error>
 where
@@ -103,9 +136,25 @@ where
             .set_service_status(*s, ServingStatus::NotServing)
             .await;
     }
-    let refuse = tower::service_fn(move |_: http::Request<axum::body::Body>| {
+    let refuse = tower::service_fn(move |req: http::Request<axum::body::Body>| {
+        let router = match READS.contains(&req.uri().path()) {
+            true => reads.borrow().clone(),
+            false => None,
+        };
         let status = refusal(&writer.borrow());
-        async move { Ok::<_, Infallible>(status.into_http::<tonic::body::Body>()) }
+        async move {
+            match router {
+                Some(r) => {
+                    use tower::ServiceExt;
+                    r.oneshot(req).await
+                }
+                None => Ok::<_, Infallible>(
+                    status
+                        .into_http::<tonic::body::Body>()
+                        .map(axum::body::Body::new),
+                ),
+            }
+        }
     });
     let routes = tonic::service::Routes::new(health)
         .into_axum_router()

@@ -58,6 +58,7 @@ mod scale_restart;
 mod storage_failover;
 mod storage_postgres;
 mod storage_promotion;
+mod storage_standby_reads;
 mod submit_batch;
 mod tls_reissue;
 mod watch_bounds;

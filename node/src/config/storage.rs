@@ -26,6 +26,10 @@ pub struct StorageConfig {
     /// of it): the bound on how long a dead writer keeps the others waiting.
     #[serde(default = "default_lease_ms")]
     pub lease_ms: u64,
+    /// PostgreSQL: how often a standby reads how far the writer committed, ms (its reads lag
+    /// the writer by about this much).
+    #[serde(default = "default_follow_ms")]
+    pub follow_ms: u64,
 }
 
 /// The store's engine.
@@ -54,6 +58,13 @@ fn default_lease_ms() -> u64 {
     3_000
 }
 
+/// Accepted `storage.follow_ms`.
+pub const FOLLOW_MS: std::ops::RangeInclusive<u64> = 5..=10_000;
+
+fn default_follow_ms() -> u64 {
+    50
+}
+
 impl Default for StorageConfig {
     fn default() -> Self {
         Self {
@@ -62,6 +73,7 @@ impl Default for StorageConfig {
             url: None,
             password_file: None,
             lease_ms: default_lease_ms(),
+            follow_ms: default_follow_ms(),
         }
     }
 }
@@ -114,6 +126,16 @@ impl StorageConfig {
                             "must be between {} and {} (ms)",
                             LEASE_MS.start(),
                             LEASE_MS.end()
+                        ),
+                    ));
+                }
+                if !FOLLOW_MS.contains(&self.follow_ms) {
+                    return Err(err(
+                        "storage.follow_ms",
+                        format!(
+                            "must be between {} and {} (ms)",
+                            FOLLOW_MS.start(),
+                            FOLLOW_MS.end()
                         ),
                     ));
                 }

@@ -427,7 +427,11 @@ impl Peers {
             db::put(&mut batch, &store, CF, p.name.as_bytes(), &peer.record)?;
             map.insert(p.name.clone(), Arc::new(peer));
         }
-        db::write(&store, batch, true)?;
+        // Nothing to write on a standby's read-only open (it writes nothing) once the writer
+        // stored the configured peers.
+        if !batch.is_empty() {
+            db::write(&store, batch, true)?;
+        }
         let peers = Peers {
             store,
             own: config.name.clone(),

@@ -55,6 +55,22 @@ pub trait Machine: Send + 'static {
     fn publish(&mut self, pending: Self::Pending) {
         let _ = pending;
     }
+    /// Opens the persisted state in `store` to follow another instance's writer (a standby,
+    /// issue 31): reads only, writes nothing, replays nothing; returns the watermark it
+    /// reflects. A machine that cannot follow refuses.
+    fn open_follower(&mut self, store: &Arc<Store>) -> Result<u64, Error> {
+        let _ = store;
+        Err(Error::Internal(
+            "this machine cannot follow a writer".into(),
+        ))
+    }
+    /// Shows readers what the writer committed after `from` (the position the last call
+    /// returned): reads the stored watermark and what the batches up to it changed, and
+    /// returns the new position. Writes nothing.
+    fn follow(&mut self, store: &Store, from: u64) -> Result<u64, Error> {
+        let _ = store;
+        Ok(from)
+    }
 }
 
 /// The answer to an append.

@@ -15,6 +15,7 @@
 //! restart recovers from disk.
 
 mod encode;
+mod follower;
 mod machine;
 mod store;
 mod tiles;
@@ -201,6 +202,26 @@ impl<I: Send + 'static> Ledger<I> {
             .collect();
         let store = Arc::new(Store::open_postgres(options, &extra)?);
         Self::start(store, machine, max_batch, clock)
+    }
+
+    /// Follows the writer of the PostgreSQL store at `options` without its lease (a standby
+    /// serving reads, issue 31): see [`follower`](self::follower).
+    pub fn follow_postgres<M>(
+        options: &PgOptions,
+        extra: &[&str],
+        machine: M,
+        every: std::time::Duration,
+    ) -> Result<(Self, std::thread::JoinHandle<()>), Error>
+    where
+        M: Machine<Input = I>,
+    {
+        let extra: Vec<&str> = extra
+            .iter()
+            .chain(machine.column_families())
+            .copied()
+            .collect();
+        let store = Arc::new(Store::follow_postgres(options, &extra)?);
+        Self::follow(store, machine, every)
     }
 
     /// Replays what the machine's watermark does not cover and starts the writer over `store`.

@@ -94,6 +94,18 @@ impl LogState {
         })
     }
 
+    /// Reads the stored checkpoints again: a standby follows the writer's (issue 31).
+    pub fn reload(&self, store: &Store) -> Result<(), Error> {
+        let (latest, witnessed) = (load(store, LATEST)?, load(store, WITNESSED)?);
+        if let Ok(mut g) = self.latest.write() {
+            *g = latest;
+        }
+        if let Ok(mut g) = self.witnessed.write() {
+            *g = witnessed;
+        }
+        Ok(())
+    }
+
     /// The latest signed checkpoint.
     pub fn latest(&self) -> Option<StoredCheckpoint> {
         self.latest.read().ok().and_then(|g| g.clone())

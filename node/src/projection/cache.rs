@@ -142,6 +142,17 @@ impl<V: Send + Sync + 'static> Cache<V> {
         self.retire(retired);
     }
 
+    /// Drops every value and refuses older reads in flight.
+    pub fn clear(&self) {
+        let mut retired = Vec::new();
+        if let Ok(mut c) = self.inner.lock() {
+            c.generation += 1;
+            retired.push(std::mem::take(&mut c.hot));
+            retired.push(std::mem::take(&mut c.cold));
+        }
+        self.retire(retired);
+    }
+
     /// How many values it holds.
     pub fn size(&self) -> usize {
         self.inner

@@ -40,6 +40,12 @@ impl Feed {
         self.tx.subscribe()
     }
 
+    /// Ends every subscriber's feed (they learn it as lagging) and starts a new one: a standby
+    /// that cannot tell what changed ([`super::journal`]).
+    pub fn restart(&mut self) {
+        self.tx = broadcast::channel(CAPACITY).0;
+    }
+
     /// Publishes one batch's changed ids (never blocks; nothing is kept without subscribers).
     pub fn publish(&self, ids: Vec<String>) {
         if !ids.is_empty() {

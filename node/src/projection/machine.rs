@@ -36,6 +36,8 @@ pub struct WorkMachine {
     /// batch that changed envelopes publishes a copy of it (envelope records are rare; the
     /// working copy may already be a batch further, unsynced).
     shadow: crate::envelopes::Envelopes,
+    /// The change journal a standby follows (`Some` on PostgreSQL; [`super::journal`]).
+    journal: Option<super::journal::Writer>,
 }
 
 /// One persisted batch's derived state, published once its synced write returned.
@@ -60,7 +62,15 @@ impl WorkMachine {
             cache: DEFAULT_CACHE,
             run_cache: store::DEFAULT_RUN_CACHE,
             shadow: Default::default(),
+            journal: None,
         }
+    }
+
+    /// Writes the change journal standbys follow ([`super::journal`]): on a store other
+    /// instances read (PostgreSQL).
+    pub fn with_journal(mut self) -> Self {
+        self.journal = Some(Default::default());
+        self
     }
 
     /// The commit envelopes (seed 003) the working copy starts with: this organisation and its
@@ -122,6 +132,9 @@ impl Machine for WorkMachine {
             super::restart::load_envelopes(st, from, &a, &mut self.working.envelopes)?;
             orgs
         };
+        if let Some(j) = &mut self.journal {
+            j.open(from);
+        }
         self.working.open(db.clone(), from, orgs);
         self.working.load_pending(pending);
         let mut p = self
@@ -148,6 +161,16 @@ impl Machine for WorkMachine {
         // What this batch changed, taken now: by the time it is published the working copy may
         // hold the next batch too.
         let envelopes = self.working.envelopes.publish_pending(&mut self.shadow);
+        if let Some(j) = &mut self.journal {
+            let entry = super::journal::Entry {
+                from: 0,
+                changed: changed.iter().map(|(id, _)| id.clone()).collect(),
+                feed: feed.clone(),
+                runs: runs.runs.iter().map(|(id, _)| id.clone()).collect(),
+                envelopes: envelopes.is_some(),
+            };
+            j.write(st, batch, self.working.next(), entry)?;
+        }
         Ok(Pending {
             changed,
             feed,
@@ -193,6 +216,96 @@ impl Machine for WorkMachine {
         // In the readers' cache now (or never: poisoned): later batches read them there.
         self.working.published(&changed);
         self.working.runs.published(&runs.runs);
+    }
+
+    fn open_follower(&mut self, st: &Arc<Store>) -> Result<u64, Error> {
+        let db = Arc::new(Persisted::new(st.clone(), self.cache).with_run_cache(self.run_cache));
+        if !db.layout_current()? {
+            return Err(Error::Unavailable(
+                "the writer has not yet written this store's projection".into(),
+            ));
+        }
+        let at = db.watermark()?;
+        {
+            let mut a = self
+                .access
+                .write()
+                .map_err(|_| Error::Internal("access lock poisoned".into()))?;
+            super::restart::load_orgs(st, &mut a)?;
+            super::restart::load_envelopes(st, at, &a, &mut self.working.envelopes)?;
+        }
+        let envelopes = self.working.envelopes.publish_pending(&mut self.shadow);
+        let mut p = self
+            .published
+            .write()
+            .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
+        p.db = Some(db);
+        if let Some(e) = envelopes {
+            p.envelopes = e;
+        }
+        Ok(at)
+    }
+
+    fn follow(&mut self, st: &Store, from: u64) -> Result<u64, Error> {
+        let Some(db) = self.published.read().ok().and_then(|p| p.db.clone()) else {
+            return Err(Error::Internal("follower not opened".into()));
+        };
+        let to = db.watermark()?;
+        if to <= from {
+            return Ok(from);
+        }
+        let entries = super::journal::read(st, from, to)?;
+        let envelopes = {
+            let mut a = self
+                .access
+                .write()
+                .map_err(|_| Error::Internal("access lock poisoned".into()))?;
+            super::restart::load_orgs(st, &mut a)?;
+            // Only the batches that applied envelope records (all of them after a gap).
+            if entries
+                .as_ref()
+                .is_none_or(|e| e.iter().any(|e| e.envelopes))
+            {
+                super::restart::load_envelopes_between(
+                    st,
+                    from,
+                    to,
+                    &a,
+                    &mut self.working.envelopes,
+                )?;
+            }
+            self.working.envelopes.publish_pending(&mut self.shadow)
+        };
+        let mut p = self
+            .published
+            .write()
+            .map_err(|_| Error::Internal("projection lock poisoned".into()))?;
+        if let Some(e) = envelopes {
+            p.envelopes = e;
+        }
+        match entries {
+            Some(entries) => {
+                for e in entries {
+                    db.cache()
+                        .publish(e.changed.into_iter().map(|id| (id, None)));
+                    db.run_cache()
+                        .publish(e.runs.into_iter().map(|id| (id, None)));
+                    p.feed.publish(e.feed);
+                }
+            }
+            None => {
+                tracing::warn!(
+                    from,
+                    to,
+                    "the writer's change journal no longer covers what this standby missed: \
+                     caches dropped, watches end lagged"
+                );
+                db.cache().clear();
+                db.run_cache().clear();
+                p.feed.restart();
+            }
+        }
+        Ok(to)
     }
 
     fn restore(&mut self, entry: &LedgerEntry) {

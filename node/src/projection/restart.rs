@@ -81,9 +81,21 @@ pub fn load_envelopes(
     access: &k::Access,
     envelopes: &mut crate::envelopes::Envelopes,
 ) -> Result<u64, Error> {
+    load_envelopes_between(st, 0, watermark, access, envelopes)
+}
+
+/// [`load_envelopes`] of the indexed records at sequences `from..watermark` only: a standby
+/// following the writer (issue 31) applies each batch's envelope records so.
+pub fn load_envelopes_between(
+    st: &Store,
+    from: u64,
+    watermark: u64,
+    access: &k::Access,
+    envelopes: &mut crate::envelopes::Envelopes,
+) -> Result<u64, Error> {
     let mut index = Vec::new();
     let mut failed = None;
-    st.scan_extra(ENVELOPES, &[], |key, v| {
+    st.scan_extra(ENVELOPES, &envelope_key(from), |key, v| {
         let Ok(b) = <[u8; 8]>::try_from(key) else {
             failed = Some(Error::Storage("corrupt pj_envelopes key".into()));
             return false;

@@ -18,6 +18,7 @@
 //! | `pj_timed` | ms (u64 BE) ‖ id | empty: a time at which the commitment's summary changes without a record ([`super::timed`]; watches read it) |
 //! | `pj_envelopes` | seq (u64 BE) | the balances an envelope/tick record looked up ([`super::restart`]) |
 //! | `pj_orgs` | organisation | empty: a foreign organisation authored a record here |
+//! | `pj_journal` | watermark (u64 BE) | what a batch changed, for standbys ([`super::journal`]; PostgreSQL only) |
 //!
 //! Reads go through a bounded cache of commitments ([`Cache`], `projection.cache_commitments`)
 //! and read misses from `pj_commitments`; list reads page through the column families in key
@@ -72,6 +73,7 @@ pub const CFS: &[&str] = &[
     PENDING,
     super::restart::ENVELOPES,
     super::restart::ORGS,
+    super::journal::JOURNAL,
 ];
 /// `meta` key: one past the sequence of the last record the stored projection reflects.
 pub const WATERMARK: &str = "projection.watermark";

@@ -80,6 +80,11 @@ pub const AWAITING_SEQUENCE: &str = "awaiting_sequence";
 
 impl Working {
     /// Opens on the stored projection `db`, whose watermark is `next`.
+    /// One past the last record applied (the watermark once persisted).
+    pub fn next(&self) -> u64 {
+        self.next
+    }
+
     pub fn open(&mut self, db: Arc<Persisted>, next: u64, orgs: Vec<String>) {
         self.orgs = orgs.into_iter().collect();
         self.db = Some(db);

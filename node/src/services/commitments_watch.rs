@@ -193,7 +193,11 @@ async fn run(node: &Node, rules: &Visibility, filter: &Filter, tx: &Tx) -> Resul
                 Err(RecvError::Lagged(n)) => {
                     return Err(lagged(format!("{n} batches of changes were missed")));
                 }
-                Err(RecvError::Closed) => return Ok(()),
+                // Only a standby restarts its feed: after a gap in the writer's journal it
+                // cannot tell what changed (projection::journal).
+                Err(RecvError::Closed) => {
+                    return Err(lagged("the change feed restarted".into()));
+                }
             },
             _ = tick.tick() => {
                 let now = node.clock.now_ms();

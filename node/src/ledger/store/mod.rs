@@ -167,7 +167,7 @@ pub trait Kv: Send + Sync {
 
 enum Engine {
     Rocks(rocks::Rocks),
-    Postgres(postgres::Pg),
+    Postgres(Box<postgres::Pg>),
 }
 
 /// The node's storage: the typed operations over an engine.
@@ -209,7 +209,14 @@ impl Store {
     /// The store on PostgreSQL ([`postgres::Pg::open`]).
     pub fn open_postgres(options: &postgres::PgOptions, extra: &[&str]) -> Result<Store, Error> {
         let pg = postgres::Pg::open(options)?;
-        Ok(Self::with(Engine::Postgres(pg), extra))
+        Ok(Self::with(Engine::Postgres(Box::new(pg)), extra))
+    }
+
+    /// The store on PostgreSQL read without the lease, following its writer
+    /// ([`postgres::Pg::follow`]).
+    pub fn follow_postgres(options: &postgres::PgOptions, extra: &[&str]) -> Result<Store, Error> {
+        let pg = postgres::Pg::follow(options)?;
+        Ok(Self::with(Engine::Postgres(Box::new(pg)), extra))
     }
 
     fn with(engine: Engine, extra: &[&str]) -> Store {
@@ -244,7 +251,7 @@ impl Store {
     fn kv(&self) -> &dyn Kv {
         match &self.engine {
             Engine::Rocks(r) => r,
-            Engine::Postgres(p) => p,
+            Engine::Postgres(p) => p.as_ref(),
         }
     }
 

@@ -100,7 +100,10 @@ struct Reads {
 /// The store's PostgreSQL engine.
 pub struct Pg {
     rt: Option<tokio::runtime::Runtime>,
-    reads: Arc<Reads>,
+    /// The reading connection; a follower replaces it when it broke ([`Pg::reconnect_reads`]).
+    reads: std::sync::RwLock<Arc<Reads>>,
+    /// A follower's options, to reconnect with (`None` for the writer, which stops instead).
+    follows: Option<PgOptions>,
     write: Arc<tokio::sync::Mutex<Client>>,
     /// The write transaction's statements, prepared on `write`.
     statements: Arc<Statements>,
@@ -129,7 +132,11 @@ impl std::fmt::Debug for Pg {
 }
 
 fn pg(e: tokio_postgres::Error) -> Error {
-    Error::Storage(format!("postgres: {e}"))
+    // The server's own message ("db error" alone says nothing).
+    match e.as_db_error() {
+        Some(d) => Error::Storage(format!("postgres: {} ({})", d.message(), d.code().code())),
+        None => Error::Storage(format!("postgres: {e}")),
+    }
 }
 
 fn retryable(e: &tokio_postgres::Error) -> bool {
@@ -169,6 +176,11 @@ async fn connected(o: &PgOptions) -> Result<(Reads, Client), Error> {
             write.batch_execute(s).await.map_err(pg)?;
         }
     }
+    Ok((reads(o).await?, write))
+}
+
+/// Connects the reading client and prepares its statements.
+async fn reads(o: &PgOptions) -> Result<Reads, Error> {
     let client = connect(o).await?;
     let reads = Reads {
         get: client
@@ -202,7 +214,7 @@ async fn connected(o: &PgOptions) -> Result<(Reads, Client), Error> {
             .map_err(pg)?,
         client,
     };
-    Ok((reads, write))
+    Ok(reads)
 }
 
 /// One attempt at the writer's lease: its new epoch, or who holds it (holder, epoch).
@@ -278,7 +290,8 @@ impl Pg {
         tracing::info!(epoch, holder = %holder, "writer's lease taken");
         let pg = Pg {
             rt: Some(rt),
-            reads: Arc::new(reads),
+            reads: std::sync::RwLock::new(Arc::new(reads)),
+            follows: None,
             write: Arc::new(tokio::sync::Mutex::new(write)),
             statements: Arc::new(statements),
             epoch,
@@ -291,6 +304,68 @@ impl Pg {
         };
         pg.renew_in_background(lease_ms);
         Ok(pg)
+    }
+
+    /// Connects without taking the lease, to follow the writer (a standby serving reads,
+    /// issue 31): reads work as the writer's; a write is refused by the fence (epoch 0 is
+    /// never a lease's: the first take makes it 1), and nothing is released at drop. The
+    /// tables must exist: the writer creates them.
+    pub fn follow(o: &PgOptions) -> Result<Pg, Error> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("postgres-follow")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Internal(format!("postgres runtime: {e}")))?;
+        let options = o.clone();
+        let (r, write, statements) = rt.block_on(async move {
+            let r = reads(&options).await?;
+            let write = connect(&options).await?;
+            let statements = Statements::prepare(&write).await.map_err(pg)?;
+            Ok::<_, Error>((r, write, statements))
+        })?;
+        Ok(Pg {
+            rt: Some(rt),
+            reads: std::sync::RwLock::new(Arc::new(r)),
+            follows: Some(o.clone()),
+            write: Arc::new(tokio::sync::Mutex::new(write)),
+            statements: Arc::new(statements),
+            epoch: 0,
+            holder: o.holder.clone(),
+            held: Arc::new(AtomicBool::new(false)),
+            paused: Arc::default(),
+            released: AtomicBool::new(true),
+            renewals: Arc::default(),
+            lost: tokio_util::sync::CancellationToken::new(),
+        })
+    }
+
+    /// The reading connection now.
+    fn reads(&self) -> Arc<Reads> {
+        match self.reads.read() {
+            Ok(r) => r.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    /// A follower whose reading connection broke (the database restarted, or its replica was
+    /// promoted) connects again; the writer's does not (it stops when its lease lapses).
+    pub fn reconnect_reads(&self) {
+        let Some(o) = self.follows.clone() else {
+            return;
+        };
+        if !self.reads().client.is_closed() {
+            return;
+        }
+        match self.run(async move { reads(&o).await }) {
+            Ok(r) => {
+                if let Ok(mut g) = self.reads.write() {
+                    *g = Arc::new(r);
+                }
+                tracing::info!("reconnected to the database");
+            }
+            Err(e) => tracing::debug!(error = %e, "reconnecting to the database"),
+        }
     }
 
     /// Renews the lease every third of its length while it is ours. The lease is lost (and
@@ -432,7 +507,7 @@ impl Pg {
         rev: Option<bool>,
         limit: i64,
     ) -> Result<Rows, Error> {
-        let (reads, cf) = (self.reads.clone(), cf.to_owned());
+        let (reads, cf) = (self.reads(), cf.to_owned());
         self.run(async move {
             let rows = match rev {
                 None => {
@@ -475,7 +550,7 @@ const MAX_PAGE: i64 = 1024;
 
 impl Kv for Pg {
     fn get(&self, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        let (reads, cf, key) = (self.reads.clone(), cf.to_owned(), key.to_vec());
+        let (reads, cf, key) = (self.reads(), cf.to_owned(), key.to_vec());
         self.run(async move {
             let row = reads
                 .client
@@ -490,7 +565,7 @@ impl Kv for Pg {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let (reads, cf) = (self.reads.clone(), cf.to_owned());
+        let (reads, cf) = (self.reads(), cf.to_owned());
         let asked: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
         let mut found: HashMap<Vec<u8>, Vec<u8>> = self.run(async move {
             let rows = reads

@@ -1,0 +1,214 @@
+//! Issue 31, item 2: a standby instance serves every read from the database while the writer
+//! writes, and refuses every write naming the writer.
+//!
+//! acme runs as a writer and a standby on one PostgreSQL. What the standby answers is compared
+//! with what the writer (another process, which applies the records itself) answers for the
+//! same question, and the log's answers are checked by an independent computation (the
+//! record's leaf under the checkpoint's root). The standby must follow: a commitment it has
+//! already read (and cached) changes at the writer, and the standby's read and its open watch
+//! show the change.
+
+use crate::federation_common::*;
+use accord_proto::pb::log::v1 as log;
+use accord_proto::pb::record::v1::{Promise, record::Operation};
+use accord_proto::pb::work::v1::{self as work, Durability};
+use accord_proto::signing;
+use accord_tests::TestNode;
+use accord_tests::pg::{Instance, TestPostgres};
+
+/// The writer's lease, ms.
+const LEASE_MS: u64 = 1_000;
+
+/// A standby's read of `c`, once it serves reads (UNAVAILABLE until its read-only node is
+/// open) and `ok` holds of the answer.
+async fn standby_commitment(
+    c: &mut accord_tests::WorkClient,
+    id: &str,
+    ok: impl Fn(&work::GetCommitmentResponse) -> bool,
+) -> work::GetCommitmentResponse {
+    let ok = &ok;
+    accord_tests::eventually(WAIT, || {
+        let mut c = c.clone();
+        let id = id.to_string();
+        async move {
+            let r = c
+                .get_commitment(work::GetCommitmentRequest { commitment_id: id })
+                .await;
+            Ok::<_, tonic::Status>(
+                accord_tests::not_yet(r, &[tonic::Code::Unavailable, tonic::Code::NotFound])?
+                    .filter(|r| ok(r)),
+            )
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("the standby never answered {id} as expected: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_standby_serves_reads_that_follow_the_writer() {
+    let pg = TestPostgres::start().unwrap();
+    let section = pg.storage_section(LEASE_MS);
+    let acme = TestNode::builder("acme")
+        .party("alice")
+        .party("bob")
+        .config(move |t, p| {
+            t.push_str(&section);
+            fast(t, p);
+        })
+        .start()
+        .await
+        .unwrap();
+    let (alice, bob) = (signer(&acme, "alice"), signer(&acme, "bob"));
+    let (asked, _) = submit(
+        &acme,
+        &alice,
+        &request("acme", "alice", "c-1", party("acme", "bob")),
+    )
+    .await;
+
+    let standby = Instance::start(&acme).unwrap();
+    let ch = standby.channel().await.unwrap();
+    let token = acme.admin_token();
+    let mut reads = accord_tests::work_client(ch.clone(), &token);
+
+    // The standby's view of c-1 is the writer's (the writer applied the record; the standby
+    // only read the database).
+    let seen = standby_commitment(&mut reads, "c-1", |_| true).await;
+    let at_writer = work(&acme)
+        .await
+        .get_commitment(work::GetCommitmentRequest {
+            commitment_id: "c-1".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(seen.state, "requested");
+    assert_eq!(seen, at_writer, "the standby answers what the writer does");
+
+    // A watch opened at the standby; then bob promises c-1 at the writer. The standby's read of
+    // c-1 (cached by the read above) and its watch both show the change.
+    let mut watch = reads
+        .watch_commitments(work::WatchCommitmentsRequest::default())
+        .await
+        .expect("the standby serves WatchCommitments")
+        .into_inner();
+    let promise = record(
+        "acme",
+        "bob",
+        "c-1",
+        &[asked],
+        Operation::Promise(Promise {}),
+    );
+    submit(&acme, &bob, &promise).await;
+    let seen = standby_commitment(&mut reads, "c-1", |c| c.state == "promised").await;
+    assert_eq!(seen.history.len(), 2, "request and promise: {seen:?}");
+    let changed = tokio::time::timeout(WAIT, async {
+        loop {
+            let m = watch
+                .message()
+                .await
+                .expect("the watch stays open")
+                .expect("the watch stays open");
+            if m.commitment_id == "c-1" && m.state == "promised" {
+                return m;
+            }
+        }
+    })
+    .await
+    .expect("the standby's watch carried bob's promise");
+    assert_eq!(changed.change, "changed");
+
+    // A record the standby reads by id, with its durability: once the writer's checkpoint
+    // includes it, the standby's inclusion proof puts the record's leaf under that checkpoint's
+    // root (verified here, not by the node).
+    let signed = signing::sign_record(
+        &alice,
+        &request("acme", "alice", "c-2", party("acme", "bob")),
+    );
+    work(&acme)
+        .await
+        .submit(work::SubmitRequest {
+            record: Some(signed.clone()),
+        })
+        .await
+        .unwrap();
+    let id = id_of(&signed);
+    let d = accord_tests::eventually(WAIT, || {
+        let mut c = reads.clone();
+        async move {
+            let r = c
+                .get_durability(work::GetDurabilityRequest {
+                    record_id: id.to_vec().into(),
+                })
+                .await;
+            Ok::<_, tonic::Status>(
+                accord_tests::not_yet(r, &[tonic::Code::NotFound])?
+                    .filter(|d| d.local == Durability::Included as i32),
+            )
+        }
+    })
+    .await
+    .expect("the standby reports the record included");
+    let body = &d.checkpoint[..d.checkpoint.find("\n\n").expect("signed note") + 1];
+    let cp = accord_proto::checkpoint::Checkpoint::parse(body).unwrap();
+    let proof: Vec<[u8; 32]> = d
+        .inclusion_proof
+        .iter()
+        .map(|h| h.as_ref().try_into().unwrap())
+        .collect();
+    accord_proto::merkle::verify_inclusion(
+        &record_leaf(&signed),
+        d.sequence,
+        cp.size,
+        &proof,
+        &cp.root,
+    )
+    .expect("the record is in the checkpoint's tree");
+    let mut log_reads =
+        accord_proto::pb::log::v1::log_service_client::LogServiceClient::new(ch.clone());
+    let latest = log_reads
+        .get_checkpoint(log::GetCheckpointRequest::default())
+        .await
+        .expect("the standby serves GetCheckpoint")
+        .into_inner()
+        .latest
+        .expect("a checkpoint");
+    assert!(latest.size >= cp.size, "{} < {}", latest.size, cp.size);
+    let listed = reads
+        .list_commitments(work::ListCommitmentsRequest::default())
+        .await
+        .expect("the standby serves ListCommitments")
+        .into_inner();
+    let ids: Vec<&str> = listed
+        .commitments
+        .iter()
+        .map(|c| c.commitment_id.as_str())
+        .collect();
+    assert_eq!(ids, ["c-1", "c-2"]);
+
+    // Writes are refused before any handler runs, naming the writer; nothing is written.
+    let before = ledger(&acme).await.len();
+    let late = signing::sign_record(
+        &alice,
+        &request("acme", "alice", "c-3", party("acme", "bob")),
+    );
+    let e = reads
+        .submit(work::SubmitRequest { record: Some(late) })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unavailable, "{e:?}");
+    assert_eq!(accord_tests::reason(&e), "not_writer");
+    let writer = e.metadata().get("accord-writer").expect("names the writer");
+    assert!(
+        writer
+            .to_str()
+            .unwrap()
+            .starts_with(&format!("acme@{}", acme.addr)),
+        "{writer:?}"
+    );
+    assert_eq!(
+        ledger(&acme).await.len(),
+        before,
+        "the standby wrote nothing"
+    );
+}
