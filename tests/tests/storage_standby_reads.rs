@@ -9,8 +9,10 @@
 //! show the change.
 
 use crate::federation_common::*;
+use crate::runs_common;
 use accord_proto::pb::log::v1 as log;
 use accord_proto::pb::record::v1::{Promise, record::Operation};
+use accord_proto::pb::run::v1::{self as run_pb, run_service_client::RunServiceClient};
 use accord_proto::pb::work::v1::{self as work, Durability};
 use accord_proto::signing;
 use accord_tests::TestNode;
@@ -185,6 +187,45 @@ async fn a_standby_serves_reads_that_follow_the_writer() {
         .map(|c| c.commitment_id.as_str())
         .collect();
     assert_eq!(ids, ["c-1", "c-2"]);
+
+    // Runs (seed 002): alice's run, read at the standby with her token, follows the writer's
+    // through the standby's run cache.
+    let alice_token = acme.party_token("alice");
+    let mut runs_at_writer = runs_common::client(&acme, &alice_token).await;
+    assert!(runs_common::applied(
+        &runs_common::start(&mut runs_at_writer, "r1", "", "").await
+    ));
+    let mut runs_at_standby =
+        RunServiceClient::with_interceptor(ch.clone(), accord_tests::Bearer::new(&alice_token));
+    let run = |state: &'static str| {
+        let c = runs_at_standby.clone();
+        async move {
+            accord_tests::eventually(WAIT, || {
+                let mut c = c.clone();
+                async move {
+                    let r = c.get_run(run_pb::GetRunRequest { run: "r1".into() }).await;
+                    Ok::<_, tonic::Status>(
+                        accord_tests::not_yet(r, &[tonic::Code::NotFound])?
+                            .filter(|r| r.state == runs_common::num(state)),
+                    )
+                }
+            })
+            .await
+            .unwrap_or_else(|e| panic!("the standby never read r1 {state}: {e}"))
+        }
+    };
+    let pending = run("pending").await;
+    assert_eq!(pending, runs_common::get(&mut runs_at_writer, "r1").await);
+    assert!(runs_common::applied(
+        &runs_common::go(&mut runs_at_writer, "r1", "running", None).await
+    ));
+    let running = run("running").await;
+    assert_eq!(running, runs_common::get(&mut runs_at_writer, "r1").await);
+    let e = runs_at_standby
+        .transition(runs_common::go_req("r1", "completed", None))
+        .await
+        .unwrap_err();
+    assert_eq!(accord_tests::reason(&e), "not_writer", "{e:?}");
 
     // Writes are refused before any handler runs, naming the writer; nothing is written.
     let before = ledger(&acme).await.len();
