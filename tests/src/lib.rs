@@ -239,8 +239,11 @@ pub fn closed_under(e: &tonic::Status) -> bool {
         if let Some(h2) = s.downcast_ref::<h2::Error>() {
             return h2.is_go_away();
         }
-        if let Some(h) = s.downcast_ref::<hyper::Error>() {
-            return h.is_canceled();
+        // Not a canceled hyper error: its source may still be the h2 GOAWAY.
+        if let Some(h) = s.downcast_ref::<hyper::Error>()
+            && h.is_canceled()
+        {
+            return true;
         }
         source = s.source();
     }

@@ -253,3 +253,103 @@ async fn a_standby_serves_reads_that_follow_the_writer() {
         "the standby wrote nothing"
     );
 }
+
+/// Commit envelopes (seed 003) at a standby: the envelope state lives in memory, rebuilt from
+/// the envelope index; a standby applies each batch's indexed envelope records as the writer
+/// commits them, so its `Get` and `List` answer what the writer's do, phase by phase.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_standby_follows_commit_envelopes() {
+    use accord_proto::pb::envelope::v1::{
+        self as env, envelope_service_client::EnvelopeServiceClient,
+    };
+    let pg = TestPostgres::start().unwrap();
+    let section = pg.storage_section(LEASE_MS);
+    let a = TestNode::builder("acme")
+        .party("alice")
+        .config(move |t, p| {
+            crate::envelopes::config(t, p);
+            t.push_str(&section);
+        })
+        .start()
+        .await
+        .unwrap();
+    let b = TestNode::builder("globex")
+        .party("bob")
+        .config(crate::envelopes::config)
+        .start()
+        .await
+        .unwrap();
+    let (a, _b) = crate::envelopes::with_budgets(a, b).await;
+    let standby = Instance::start(&a).unwrap();
+    let token = a.admin_token();
+    let at_standby = EnvelopeServiceClient::new(standby.channel().await.unwrap());
+    // Serving reads before the envelope starts: it follows the envelope's records.
+    accord_tests::eventually(WAIT, || {
+        let mut c = at_standby.clone();
+        let token = token.clone();
+        async move {
+            let r = c
+                .list(accord_tests::with_token(
+                    env::ListRequest::default(),
+                    &token,
+                ))
+                .await;
+            Ok::<_, tonic::Status>(accord_tests::not_yet(r, &[tonic::Code::Unavailable])?)
+        }
+    })
+    .await
+    .expect("the standby serves envelope reads");
+
+    crate::envelopes::start(&a, "t-1", 30, 0).await;
+    accord_tests::envelopes::wait_phase(&a, "t-1", "COMMITTED").await;
+    // The standby's answers are the writer's once it caught up (within `follow_ms`): the
+    // envelope, committed, and the list with the closed ones.
+    let at_writer = accord_tests::envelopes::client(&a).await;
+    let get = |c: &EnvelopeServiceClient<tonic::transport::Channel>| {
+        let (mut c, token) = (c.clone(), token.clone());
+        async move {
+            let req = env::GetRequest {
+                envelope: "t-1".into(),
+            };
+            let r = c.get(accord_tests::with_token(req, &token)).await;
+            accord_tests::not_yet(r, &[tonic::Code::NotFound]).map(|r| r.and_then(|r| r.envelope))
+        }
+    };
+    let list = |c: &EnvelopeServiceClient<tonic::transport::Channel>| {
+        let (mut c, token) = (c.clone(), token.clone());
+        async move {
+            let req = env::ListRequest {
+                include_closed: true,
+                ..Default::default()
+            };
+            // `age_ms` is the envelope's age when read: the two reads are apart.
+            c.list(accord_tests::with_token(req, &token))
+                .await
+                .map(|r| {
+                    let mut l = r.into_inner();
+                    l.envelopes.iter_mut().for_each(|e| e.age_ms = 0);
+                    l
+                })
+        }
+    };
+    let last = std::sync::Mutex::new(String::new());
+    accord_tests::eventually(WAIT, || async {
+        let (s, w) = (get(&at_standby).await?, get(&at_writer).await?);
+        let (ls, lw) = (list(&at_standby).await?, list(&at_writer).await?);
+        let same = s.as_ref().is_some_and(|e| e.phase == "COMMITTED") && s == w && ls == lw;
+        *last.lock().unwrap() = format!("standby {s:#?} {ls:#?}\nwriter {w:#?} {lw:#?}");
+        Ok::<_, tonic::Status>(same.then_some(()))
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "the standby never showed the writer's committed envelope and list: {e}\n{}",
+            last.lock().unwrap()
+        )
+    });
+    assert_eq!(
+        list(&at_writer).await.unwrap().envelopes.len(),
+        1,
+        "one envelope, listed at both"
+    );
+}

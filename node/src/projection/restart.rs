@@ -131,7 +131,10 @@ pub fn load_envelopes_between(
         let outcome = envelopes.apply(
             &record,
             access,
-            le.recorded_at_unix_ms,
+            // The time the record was applied at when it was new (a peer's vote: its node's
+            // time, issue 26), not when this ledger recorded it: else a restart — and a standby
+            // following the writer — showed a peer's vote at another time than the writer did.
+            crate::ledger::applied_at(&le),
             &|a: &str, _: &k::Party| budgets.get(a).copied().flatten(),
         );
         if Some(&outcome) != le.outcome.as_ref() {
