@@ -192,11 +192,20 @@ async fn witness_metrics_count_add_checkpoint_and_node_counts_cosignature_failur
         .ledger_size as f64;
     let origin = node.origin();
     let origin = origin.as_str();
-    // The witness holds the node's checkpoint of the whole ledger and counted its 200s.
+    // The witness holds the node's checkpoint of the whole ledger and counted its 200s. (The
+    // count follows the answer, the held size the synced write before it: a scrape between the
+    // two sees the size alone, so the wait is for both.)
     let w = eventually(Duration::from_secs(60), || async move {
         let s = scrape(wmetrics)?;
+        let counted = value(
+            &s,
+            "accord_witness_add_checkpoint_total",
+            &[("status", "200")],
+        )
+        .is_some();
         anyhow::Ok(
-            (value(&s, "accord_witness_checkpoint_size", &[("origin", origin)]) == Some(size))
+            (value(&s, "accord_witness_checkpoint_size", &[("origin", origin)]) == Some(size)
+                && counted)
                 .then_some(s),
         )
     })
