@@ -17,14 +17,17 @@
 //!
 //! The node's code is synchronous where it reads the store (as with RocksDB), so the engine runs
 //! its own small tokio runtime for the driver and blocks the caller on a spawned task.
+//! The lease lives in [`lease`], the reads and the write transaction's entry in [`kv`].
 
-use super::pg_write::{Statements, Writes, commit};
-use super::{Batch, Kv, Op};
+mod kv;
+mod lease;
+
+use super::pg_write::Statements;
 use crate::error::Error;
-use std::collections::HashMap;
+use lease::take;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 use tokio_postgres::{Client, NoTls, Statement};
 
@@ -76,17 +79,6 @@ const SCHEMA: &[&str] = &[
     "INSERT INTO accord_lease (id, epoch, holder, expires_at) VALUES (1, 0, '', now()) \
      ON CONFLICT (id) DO NOTHING",
 ];
-
-/// The lease is free when released (holder '') or expired, by the database's clock (one clock
-/// for every instance).
-const TAKE: &str = "UPDATE accord_lease SET epoch = epoch + 1, holder = $1, \
-     expires_at = now() + $2::BIGINT * INTERVAL '1 millisecond' \
-     WHERE id = 1 AND (holder = '' OR expires_at < now()) RETURNING epoch";
-const RENEW: &str = "UPDATE accord_lease SET expires_at = now() + $2::BIGINT * INTERVAL '1 millisecond' \
-     WHERE id = 1 AND epoch = $1";
-const RELEASE: &str =
-    "UPDATE accord_lease SET holder = '', expires_at = now() WHERE id = 1 AND epoch = $1";
-const HOLDER: &str = "SELECT holder, epoch FROM accord_lease WHERE id = 1";
 
 struct Reads {
     client: Client,
@@ -215,23 +207,6 @@ async fn reads(o: &PgOptions) -> Result<Reads, Error> {
         client,
     };
     Ok(reads)
-}
-
-/// One attempt at the writer's lease: its new epoch, or who holds it (holder, epoch).
-async fn take(
-    write: &Client,
-    holder: &str,
-    lease_ms: i64,
-) -> Result<Result<u64, (String, i64)>, Error> {
-    if let Some(row) = write
-        .query_opt(TAKE, &[&holder, &lease_ms])
-        .await
-        .map_err(pg)?
-    {
-        return Ok(Ok(row.get::<_, i64>(0) as u64));
-    }
-    let row = write.query_one(HOLDER, &[]).await.map_err(pg)?;
-    Ok(Err((row.get(0), row.get(1))))
 }
 
 impl Pg {
@@ -368,113 +343,6 @@ impl Pg {
         }
     }
 
-    /// Renews the lease every third of its length while it is ours. The lease is lost (and
-    /// [`Pg::lease_lost`] fires) when a renewal finds the epoch changed, or when no renewal
-    /// succeeded for the lease's length: by then the database may have let another instance
-    /// take it, and this one must stop acting as the writer (issue 31, item 2).
-    fn renew_in_background(&self, lease_ms: u64) {
-        let (write, held, paused, renewals, lost) = (
-            self.write.clone(),
-            self.held.clone(),
-            self.paused.clone(),
-            self.renewals.clone(),
-            self.lost.clone(),
-        );
-        let epoch = self.epoch as i64;
-        if let Some(rt) = &self.rt {
-            rt.spawn(async move {
-                let lease = Duration::from_millis(lease_ms);
-                let every = Duration::from_millis((lease_ms / 3).max(10));
-                let mut statement: Option<Statement> = None;
-                // The lease was taken (or last renewed) no earlier than this.
-                let mut valid_until = std::time::Instant::now() + lease;
-                while held.load(Ordering::SeqCst) {
-                    tokio::time::sleep(every).await;
-                    if paused.load(Ordering::SeqCst) {
-                        continue;
-                    }
-                    let sent = std::time::Instant::now();
-                    let renew = async {
-                        let c = write.lock().await;
-                        // Prepared once (a statement sent as text is parsed on every call).
-                        if statement.is_none() {
-                            statement = c.prepare(RENEW).await.ok();
-                        }
-                        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] =
-                            [&epoch, &(lease_ms as i64)];
-                        match &statement {
-                            Some(st) => c.execute(st, &params).await,
-                            None => c.execute(RENEW, &params).await,
-                        }
-                    };
-                    // A renewal that hangs past the lease counts as failed.
-                    let left = valid_until.saturating_duration_since(sent);
-                    let r = tokio::time::timeout(left.max(every), renew).await;
-                    match r {
-                        Ok(Ok(1)) => {
-                            renewals.fetch_add(1, Ordering::Relaxed);
-                            valid_until = sent + lease;
-                        }
-                        Ok(Ok(_)) => {
-                            tracing::error!(epoch, "writer's lease lost: another instance took it");
-                            held.store(false, Ordering::SeqCst);
-                        }
-                        Ok(Err(e)) => tracing::warn!(error = %e, "writer's lease not renewed"),
-                        Err(_) => tracing::warn!("writer's lease renewal timed out"),
-                    }
-                    if held.load(Ordering::SeqCst) && std::time::Instant::now() >= valid_until {
-                        tracing::error!(
-                            epoch,
-                            "writer's lease lost: not renewed within its length"
-                        );
-                        held.store(false, Ordering::SeqCst);
-                    }
-                }
-                lost.cancel();
-            });
-        }
-    }
-
-    /// Fires once this instance no longer holds the writer's lease (it was taken by another
-    /// instance, not renewed in time, or released).
-    pub fn lease_lost(&self) -> tokio_util::sync::CancellationToken {
-        self.lost.clone()
-    }
-
-    /// The lease's epoch this instance writes under.
-    pub fn epoch(&self) -> u64 {
-        self.epoch
-    }
-
-    /// Whether the last renewal found the lease still ours.
-    pub fn holds_lease(&self) -> bool {
-        self.held.load(Ordering::SeqCst)
-    }
-
-    /// Fault injection: stops renewing the lease, as a paused process would (tests only).
-    #[doc(hidden)]
-    pub fn pause_renewal(&self) {
-        self.paused.store(true, Ordering::SeqCst);
-    }
-
-    /// Gives the lease up (at a clean stop), so the next instance need not wait for it.
-    pub fn release(&self) -> Result<(), Error> {
-        if self.released.swap(true, Ordering::SeqCst) {
-            return Ok(());
-        }
-        self.held.store(false, Ordering::SeqCst);
-        let (write, epoch) = (self.write.clone(), self.epoch as i64);
-        self.run(async move {
-            write
-                .lock()
-                .await
-                .execute(RELEASE, &[&epoch])
-                .await
-                .map_err(pg)?;
-            Ok(())
-        })
-    }
-
     /// Runs `f` on the engine's runtime and waits for it: callable from any thread, inside
     /// another runtime or not.
     fn run<T: Send + 'static>(
@@ -497,38 +365,6 @@ impl Pg {
         };
         r.map_err(|e| Error::Internal(format!("postgres task: {e}")))?
     }
-
-    /// One page of a scan: `(key, value)` rows.
-    fn page(
-        &self,
-        cf: &str,
-        from: Vec<u8>,
-        to: Option<Vec<u8>>,
-        rev: Option<bool>,
-        limit: i64,
-    ) -> Result<Rows, Error> {
-        let (reads, cf) = (self.reads(), cf.to_owned());
-        self.run(async move {
-            let rows = match rev {
-                None => {
-                    reads
-                        .client
-                        .query(&reads.scan, &[&cf, &from, &to, &limit])
-                        .await
-                }
-                Some(inclusive) => {
-                    let st = if inclusive {
-                        &reads.rev
-                    } else {
-                        &reads.rev_before
-                    };
-                    reads.client.query(st, &[&cf, &from, &limit]).await
-                }
-            }
-            .map_err(pg)?;
-            Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
-        })
-    }
 }
 
 impl Drop for Pg {
@@ -540,146 +376,5 @@ impl Drop for Pg {
             // Not `drop`: that would block, which a runtime's own thread may not do.
             rt.shutdown_background();
         }
-    }
-}
-
-/// The first page of a scan; later ones double, so a scan that stops after one entry reads
-/// few rows and a long one few round trips.
-const FIRST_PAGE: i64 = 16;
-const MAX_PAGE: i64 = 1024;
-
-impl Kv for Pg {
-    fn get(&self, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        let (reads, cf, key) = (self.reads(), cf.to_owned(), key.to_vec());
-        self.run(async move {
-            let row = reads
-                .client
-                .query_opt(&reads.get, &[&cf, &key])
-                .await
-                .map_err(pg)?;
-            Ok(row.map(|r| r.get(0)))
-        })
-    }
-
-    fn multi_get(&self, cf: &str, keys: &[&[u8]], _: bool) -> Result<Vec<Option<Vec<u8>>>, Error> {
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (reads, cf) = (self.reads(), cf.to_owned());
-        let asked: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
-        let mut found: HashMap<Vec<u8>, Vec<u8>> = self.run(async move {
-            let rows = reads
-                .client
-                .query(&reads.multi, &[&cf, &asked])
-                .await
-                .map_err(pg)?;
-            Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
-        })?;
-        Ok(keys.iter().map(|k| found.remove(*k)).collect())
-    }
-
-    fn scan(
-        &self,
-        cf: &str,
-        from: &[u8],
-        to: Option<&[u8]>,
-        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<(), Error> {
-        let (mut from, to, mut limit) = (from.to_vec(), to.map(<[u8]>::to_vec), FIRST_PAGE);
-        loop {
-            let rows = self.page(cf, from.clone(), to.clone(), None, limit)?;
-            let full = rows.len() as i64 == limit;
-            for (k, v) in &rows {
-                if !f(k, v) {
-                    return Ok(());
-                }
-            }
-            match rows.into_iter().last() {
-                // The next key after the last one seen: its immediate successor bytewise.
-                Some((mut k, _)) if full => {
-                    k.push(0);
-                    from = k;
-                }
-                _ => return Ok(()),
-            }
-            limit = (limit * 2).min(MAX_PAGE);
-        }
-    }
-
-    fn scan_rev(
-        &self,
-        cf: &str,
-        from: &[u8],
-        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<(), Error> {
-        let (mut from, mut inclusive, mut limit) = (from.to_vec(), true, FIRST_PAGE);
-        loop {
-            let rows = self.page(cf, from.clone(), None, Some(inclusive), limit)?;
-            let full = rows.len() as i64 == limit;
-            for (k, v) in &rows {
-                if !f(k, v) {
-                    return Ok(());
-                }
-            }
-            match rows.into_iter().last() {
-                Some((k, _)) if full => {
-                    from = k;
-                    inclusive = false;
-                }
-                _ => return Ok(()),
-            }
-            limit = (limit * 2).min(MAX_PAGE);
-        }
-    }
-
-    fn put(&self, batch: &mut Batch, cf: &str, key: &[u8], value: &[u8]) -> Result<(), Error> {
-        batch
-            .ops()?
-            .push(Op::Put(cf.to_owned(), key.to_vec(), value.to_vec()));
-        Ok(())
-    }
-
-    fn delete(&self, batch: &mut Batch, cf: &str, key: &[u8]) -> Result<(), Error> {
-        batch.ops()?.push(Op::Delete(cf.to_owned(), key.to_vec()));
-        Ok(())
-    }
-
-    fn delete_range(
-        &self,
-        batch: &mut Batch,
-        cf: &str,
-        from: &[u8],
-        to: &[u8],
-    ) -> Result<(), Error> {
-        batch
-            .ops()?
-            .push(Op::DeleteRange(cf.to_owned(), from.to_vec(), to.to_vec()));
-        Ok(())
-    }
-
-    /// Always durable: `COMMIT` returns once PostgreSQL flushed it (`synchronous_commit`).
-    fn write(&self, mut batch: Batch, _sync: bool) -> Result<(), Error> {
-        let writes = Arc::new(Writes::fold(std::mem::take(batch.ops()?)));
-        let (client, epoch, holder) = (self.write.clone(), self.epoch as i64, self.holder.clone());
-        let statements = self.statements.clone();
-        self.run(async move {
-            let mut client = client.lock().await;
-            let mut tries = 0;
-            loop {
-                match commit(&mut client, &statements, epoch, &writes).await {
-                    Ok(true) => return Ok(()),
-                    Ok(false) => {
-                        let row = client.query_one(HOLDER, &[]).await.map_err(pg)?;
-                        let (now, at): (String, i64) = (row.get(0), row.get(1));
-                        return Err(Error::NotWriter(format!(
-                            "{holder} wrote under epoch {epoch}; the writer is now {now:?} \
-                             (epoch {at})"
-                        )));
-                    }
-                    Err(e) if retryable(&e) && tries < RETRIES => tries += 1,
-                    Err(e) => return Err(pg(e)),
-                }
-            }
-        })
     }
 }
