@@ -297,14 +297,26 @@ async fn follow_while_standby(
         // ledger is followed.
         let mut tick =
             tokio::time::interval(std::time::Duration::from_millis(config.storage.follow_ms));
+        let mut ticks: u64 = 0;
+        let peers_every = (1_000 / config.storage.follow_ms).max(1);
         loop {
             tokio::select! {
                 _ = until.cancelled() => break,
                 _ = tick.tick() => {
+                    ticks += 1;
                     let n = node.clone();
-                    let r = tokio::task::spawn_blocking(move || n.log.reload(n.ledger.store())).await;
+                    // Peers (added or changed at the writer) about once a second.
+                    let peers = ticks.is_multiple_of(peers_every);
+                    let r = tokio::task::spawn_blocking(move || {
+                        n.log.reload(n.ledger.store())?;
+                        if peers && n.federation.peers.reload()? {
+                            tracing::info!("standby: the writer's peers changed; reloaded");
+                        }
+                        Ok::<_, Error>(())
+                    })
+                    .await;
                     if let Ok(Err(e)) = r {
-                        tracing::debug!(error = %e, "standby: checkpoints not read");
+                        tracing::debug!(error = %e, "standby: checkpoints or peers not read");
                     }
                 }
             }

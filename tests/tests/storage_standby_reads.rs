@@ -227,6 +227,27 @@ async fn a_standby_serves_reads_that_follow_the_writer() {
         .unwrap_err();
     assert_eq!(accord_tests::reason(&e), "not_writer", "{e:?}");
 
+    // A peer added at the writer after the standby opened: the standby lists it (and so
+    // trusts its TLS identity) within about a second.
+    let globex = TestNode::builder("globex")
+        .party("carol")
+        .start()
+        .await
+        .unwrap();
+    acme.add_peer(&globex).await.unwrap();
+    let admin =
+        accord_proto::pb::admin::v1::admin_service_client::AdminServiceClient::new(ch.clone());
+    accord_tests::eventually(WAIT, || {
+        let req = acme.admin_request(accord_proto::pb::admin::v1::ListPeersRequest {});
+        let mut admin = admin.clone();
+        async move {
+            let peers = admin.list_peers(req).await?.into_inner().peers;
+            Ok::<_, tonic::Status>(peers.iter().any(|p| p.name == "globex").then_some(()))
+        }
+    })
+    .await
+    .expect("the standby lists the peer added at the writer");
+
     // Writes are refused before any handler runs, naming the writer; nothing is written.
     let before = ledger(&acme).await.len();
     let late = signing::sign_record(

@@ -458,6 +458,41 @@ impl Peers {
             .unwrap_or_default()
     }
 
+    /// Reads the stored peers again, for a standby following the writer (issue 31): a peer
+    /// added, changed or removed at the writer since this instance opened. Returns whether
+    /// anything changed (the TLS verifier and Access follow, as at an admin change).
+    pub fn reload(&self) -> Result<bool, Error> {
+        let mut stored = BTreeMap::new();
+        for (_, v) in db::scan(&self.store, CF, b"", usize::MAX)? {
+            let rec: PeerRecord = db::decode(CF, &v)?;
+            stored.insert(rec.name.clone(), rec);
+        }
+        let same = self.map.read().is_ok_and(|m| {
+            m.len() == stored.len()
+                && m.iter()
+                    .all(|(n, p)| stored.get(n).is_some_and(|r| *r == p.record))
+        });
+        if same {
+            return Ok(false);
+        }
+        let mut map = BTreeMap::new();
+        for (name, rec) in stored {
+            match Peer::parse(rec) {
+                Ok(p) => {
+                    map.insert(name, Arc::new(p));
+                }
+                Err(e) => {
+                    tracing::error!(peer = %name, error = %e, "stored peer does not parse; ignored")
+                }
+            }
+        }
+        if let Ok(mut m) = self.map.write() {
+            *m = map;
+        }
+        self.refresh();
+        Ok(true)
+    }
+
     /// Ticks whenever the peers change.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
