@@ -200,18 +200,10 @@ pub async fn run_with_clock(
         .http2_max_header_list_size(limits.max_header_list_bytes)
         .http2_keepalive_interval(Some(ms(limits.keepalive_interval_ms)))
         .http2_keepalive_timeout(Some(ms(limits.keepalive_timeout_ms)))
+        .add_routes(node_routes(&node, &stop))
         .add_service(health)
         .add_service(reflection)
         .add_service(reflection_v1alpha)
-        .add_service(crate::services::work::server_until(
-            node.clone(),
-            stop.clone(),
-        ))
-        .add_service(crate::services::log::server(node.clone()))
-        .add_service(crate::services::federation::server(node.clone()))
-        .add_service(crate::services::admin::server(node.clone()))
-        .add_service(crate::services::run::server(node.clone()))
-        .add_service(crate::services::envelope::server(node.clone()))
         .serve_with_incoming_shutdown(incoming, stop.cancelled())
         .await
         .map_err(|e| Error::Internal(format!("serve: {e}")));
@@ -239,6 +231,20 @@ pub async fn run_with_clock(
         ));
     }
     result
+}
+
+/// The node's services (a standby's read-only node serves the same, behind `standby::READS`);
+/// streams end when `stop` is cancelled.
+fn node_routes(node: &Arc<crate::node::Node>, stop: &CancellationToken) -> tonic::service::Routes {
+    tonic::service::Routes::new(crate::services::work::server_until(
+        node.clone(),
+        stop.clone(),
+    ))
+    .add_service(crate::services::log::server(node.clone()))
+    .add_service(crate::services::federation::server(node.clone()))
+    .add_service(crate::services::admin::server(node.clone()))
+    .add_service(crate::services::run::server(node.clone()))
+    .add_service(crate::services::envelope::server(node.clone()))
 }
 
 /// While this instance waits for the writer's lease (`until` not cancelled): opens its read-only
@@ -282,16 +288,7 @@ async fn follow_while_standby(
         // the writer since) is refused at the handshake rather than let in without its
         // identity on a connection the node would serve once this instance takes the lease.
         tracing::info!(records = node.ledger.len(), "standby serving reads");
-        let router = tonic::service::Routes::new(crate::services::work::server_until(
-            node.clone(),
-            until.clone(),
-        ))
-        .add_service(crate::services::log::server(node.clone()))
-        .add_service(crate::services::federation::server(node.clone()))
-        .add_service(crate::services::admin::server(node.clone()))
-        .add_service(crate::services::run::server(node.clone()))
-        .add_service(crate::services::envelope::server(node.clone()))
-        .into_axum_router();
+        let router = node_routes(&node, &until).into_axum_router();
         reads.send_replace(Some(router));
         // The checkpoints the writer signs and its witnesses cosign, read as often as the
         // ledger is followed.

@@ -99,21 +99,7 @@ async fn included_federated_admitted() {
         d.local == Durability::Included as i32
     })
     .await;
-    let body = &d.checkpoint[..d.checkpoint.find("\n\n").expect("signed note") + 1];
-    let cp = accord_proto::checkpoint::Checkpoint::parse(body).unwrap();
-    let proof: Vec<[u8; 32]> = d
-        .inclusion_proof
-        .iter()
-        .map(|h| h.as_ref().try_into().unwrap())
-        .collect();
-    accord_proto::merkle::verify_inclusion(
-        &record_leaf(&signed),
-        d.sequence,
-        cp.size,
-        &proof,
-        &cp.root,
-    )
-    .expect("the record is in the checkpoint's tree");
+    assert_included(&d, &signed);
 
     // Federated: globex's signed receipt for the record arrived at acme; admitted: globex wrote
     // its admission record (the receipt names it). Every peer admitted: the summary is admitted.

@@ -296,16 +296,7 @@ async fn a_standby_refuses_calls_naming_the_writer() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_peer_listing_a_standby_first_delivers_to_the_writer() {
     let pg = TestPostgres::start().unwrap();
-    let section = pg.storage_section(LEASE_MS);
-    let acme = TestNode::builder("acme")
-        .party("alice")
-        .config(move |t, p| {
-            t.push_str(&section);
-            fast(t, p);
-        })
-        .start()
-        .await
-        .unwrap();
+    let acme = on_postgres(&pg, LEASE_MS, &["alice"]).await;
     let standby = Instance::start(&acme).unwrap();
     let globex = TestNode::builder("globex")
         .party("bob")

@@ -49,17 +49,7 @@ async fn standby_commitment(
 #[tokio::test(flavor = "multi_thread")]
 async fn a_standby_serves_reads_that_follow_the_writer() {
     let pg = TestPostgres::start().unwrap();
-    let section = pg.storage_section(LEASE_MS);
-    let acme = TestNode::builder("acme")
-        .party("alice")
-        .party("bob")
-        .config(move |t, p| {
-            t.push_str(&section);
-            fast(t, p);
-        })
-        .start()
-        .await
-        .unwrap();
+    let acme = crate::storage_common::on_postgres(&pg, LEASE_MS, &["alice", "bob"]).await;
     let (alice, bob) = (signer(&acme, "alice"), signer(&acme, "bob"));
     let (asked, _) = submit(
         &acme,
@@ -151,21 +141,7 @@ async fn a_standby_serves_reads_that_follow_the_writer() {
     })
     .await
     .expect("the standby reports the record included");
-    let body = &d.checkpoint[..d.checkpoint.find("\n\n").expect("signed note") + 1];
-    let cp = accord_proto::checkpoint::Checkpoint::parse(body).unwrap();
-    let proof: Vec<[u8; 32]> = d
-        .inclusion_proof
-        .iter()
-        .map(|h| h.as_ref().try_into().unwrap())
-        .collect();
-    accord_proto::merkle::verify_inclusion(
-        &record_leaf(&signed),
-        d.sequence,
-        cp.size,
-        &proof,
-        &cp.root,
-    )
-    .expect("the record is in the checkpoint's tree");
+    let cp = assert_included(&d, &signed);
     let mut log_reads =
         accord_proto::pb::log::v1::log_service_client::LogServiceClient::new(ch.clone());
     let latest = log_reads

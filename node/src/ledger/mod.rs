@@ -174,11 +174,7 @@ impl<I: Send + 'static> Ledger<I> {
     where
         M: Machine<Input = I>,
     {
-        let extra: Vec<&str> = extra
-            .iter()
-            .chain(machine.column_families())
-            .copied()
-            .collect();
+        let extra = families(extra, &machine);
         let store = Arc::new(Store::open_tuned(dir, &extra, block_cache_mib)?);
         Self::start(store, machine, max_batch, clock)
     }
@@ -195,11 +191,7 @@ impl<I: Send + 'static> Ledger<I> {
     where
         M: Machine<Input = I>,
     {
-        let extra: Vec<&str> = extra
-            .iter()
-            .chain(machine.column_families())
-            .copied()
-            .collect();
+        let extra = families(extra, &machine);
         let store = Arc::new(Store::open_postgres(options, &extra)?);
         Self::start(store, machine, max_batch, clock)
     }
@@ -215,11 +207,7 @@ impl<I: Send + 'static> Ledger<I> {
     where
         M: Machine<Input = I>,
     {
-        let extra: Vec<&str> = extra
-            .iter()
-            .chain(machine.column_families())
-            .copied()
-            .collect();
+        let extra = families(extra, &machine);
         let store = Arc::new(Store::follow_postgres(options, &extra)?);
         Self::follow(store, machine, every)
     }
@@ -384,6 +372,15 @@ impl<I: Send + 'static> Ledger<I> {
     pub fn get_by_id(&self, id: &RecordId) -> Result<Option<LedgerEntry>, Error> {
         self.store.get_by_id(id)
     }
+}
+
+/// The column families a store opens: `extra` (other modules') and the machine's.
+fn families<'a, M: Machine>(extra: &[&'a str], machine: &'a M) -> Vec<&'a str> {
+    extra
+        .iter()
+        .chain(machine.column_families())
+        .copied()
+        .collect()
 }
 
 /// Grows a test ledger to `to` records (record `i`'s id and payload are `i` in big-endian),

@@ -12,7 +12,7 @@
 //! from the database for minutes) finds a gap, drops its caches and ends its watches with
 //! `watch_lagged` — what a watch does when it falls behind the feed on the writer.
 
-use super::store::{self, Writes};
+use super::store;
 use crate::error::Error;
 use crate::ledger::{Batch, Store};
 use serde::{Deserialize, Serialize};
@@ -74,9 +74,7 @@ impl Writer {
             return Ok(());
         }
         entry.from = from;
-        let mut w = Writes::default();
-        w.put(JOURNAL, key(to).to_vec(), store::encode(&entry));
-        w.into_batch(st, batch)?;
+        st.put_extra(batch, JOURNAL, &key(to), &store::encode(&entry))?;
         self.from = Some(to);
         self.batches += 1;
         if self.batches.is_multiple_of(PRUNE_EVERY) && to > KEEP {

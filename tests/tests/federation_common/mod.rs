@@ -434,6 +434,30 @@ pub fn record_leaf(r: &SignedRecord) -> [u8; 32] {
     accord_proto::merkle::leaf_hash(&r.encode_to_vec())
 }
 
+/// Checks, independently of the node, that `d`'s inclusion proof puts `signed`'s leaf under the
+/// root of the checkpoint `d` carries; returns that checkpoint.
+pub fn assert_included(
+    d: &work::GetDurabilityResponse,
+    signed: &SignedRecord,
+) -> accord_proto::checkpoint::Checkpoint {
+    let body = &d.checkpoint[..d.checkpoint.find("\n\n").expect("signed note") + 1];
+    let cp = accord_proto::checkpoint::Checkpoint::parse(body).unwrap();
+    let proof: Vec<[u8; 32]> = d
+        .inclusion_proof
+        .iter()
+        .map(|h| h.as_ref().try_into().unwrap())
+        .collect();
+    accord_proto::merkle::verify_inclusion(
+        &record_leaf(signed),
+        d.sequence,
+        cp.size,
+        &proof,
+        &cp.root,
+    )
+    .expect("the record is in the checkpoint's tree");
+    cp
+}
+
 /// A log kept by the test while it speaks for a peer with the peer's node key: every record it
 /// sends is appended once, and each envelope carries a checkpoint of the whole log (signed by
 /// the envelope's key, named after the log origin) with inclusion proofs, and a consistency

@@ -12,6 +12,26 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+/// acme with `parties`, on `pg` (writer's lease `lease_ms`), with quick federation retries.
+pub async fn on_postgres(
+    pg: &accord_tests::pg::TestPostgres,
+    lease_ms: u64,
+    parties: &[&str],
+) -> accord_tests::TestNode {
+    let section = pg.storage_section(lease_ms);
+    let mut b = accord_tests::TestNode::builder("acme");
+    for p in parties {
+        b = b.party(p);
+    }
+    b.config(move |t, p| {
+        t.push_str(&section);
+        fast(t, p);
+    })
+    .start()
+    .await
+    .unwrap()
+}
+
 /// Transport failures a client sees while the instance it called is gone: retried at the other
 /// instance. Any other status is a failure of the test.
 pub fn gone(s: &tonic::Status) -> bool {
