@@ -11,7 +11,8 @@
 //! - at most one batch is being written while at most one more is prepared (bounded memory).
 
 use super::encode::{IdHashing, encode_entry, finish_entry};
-use super::store::{Batch, Store, tree_key};
+use super::store::{Batch, CACHED_LEVEL, Store};
+use super::tiles::{TileBuf, upper_key};
 use super::{Append, AppendResult, Job, Machine};
 use crate::error::Error;
 use crate::metrics::AppendStage;
@@ -81,6 +82,9 @@ pub(super) struct Writer<M: Machine> {
     machine: M,
     next: u64,
     range: CompactRange,
+    /// The last tile's nodes (levels below [`CACHED_LEVEL`]), rewritten whole by each group
+    /// commit that adds to it (`super::tiles`).
+    tile: TileBuf,
     max_batch: usize,
     len_tx: watch::Sender<u64>,
     metrics: Arc<std::sync::OnceLock<crate::metrics::Metrics>>,
@@ -105,11 +109,13 @@ impl<M: Machine> Writer<M> {
         // The frontier of a tree of size n: its perfect subtrees, one per set bit (O(log n) reads).
         let range = CompactRange::from_source(&super::TreeNodes(&store), len)
             .map_err(|e| Error::Storage(format!("tree frontier: {e}")))?;
+        let tile = TileBuf::load(store.kv(), len)?;
         Ok(Self {
             store,
             machine,
             next: len,
             range,
+            tile,
             max_batch,
             len_tx,
             metrics: Arc::default(),
@@ -341,15 +347,22 @@ impl<M: Machine> Writer<M> {
                 let (entry, leaf) = encode_entry(seq, &id, &signed, now);
                 let lh = leaf_hash(&entry[leaf]);
                 match self.range.push(lh) {
-                    // Level 0 (the leaf) and every perfect subtree it completes.
+                    // Level 0 (the leaf) and every perfect subtree it completes: the lower
+                    // levels into the last tile, written whole when it fills or the batch ends.
                     Ok(completed) => {
                         for (level, index, hash) in completed {
-                            let k = tree_key(level, index);
-                            if let Err(e) =
-                                self.store.put_ledger(&mut batch, "tree", k.as_ref(), &hash)
-                            {
+                            let put = if level < CACHED_LEVEL {
+                                self.tile.add(level, index, hash)
+                            } else {
+                                let k = upper_key(level, index);
+                                self.store.put_ledger(&mut batch, "tree", &k, &hash)
+                            };
+                            if let Err(e) = put {
                                 broken.get_or_insert(e);
                             }
+                        }
+                        if self.tile.is_full() {
+                            self.put_tile(&mut batch, &mut broken);
                         }
                     }
                     Err(e) => {
@@ -381,6 +394,7 @@ impl<M: Machine> Writer<M> {
             }
             replies.push((reply, results));
         }
+        self.put_tile(&mut batch, &mut broken);
         let mut prepared = Prepared {
             batch: None,
             pending: None,
@@ -409,6 +423,15 @@ impl<M: Machine> Writer<M> {
             m.append_stage(AppendStage::Apply, started.elapsed());
         }
         Ok(prepared)
+    }
+
+    /// Adds the last tile to `batch` if it changed (`super::tiles::TileBuf::take`).
+    fn put_tile(&mut self, batch: &mut Batch, broken: &mut Option<Error>) {
+        if let Some((key, value)) = self.tile.take()
+            && let Err(e) = self.store.put_ledger(batch, "tree", &key, &value)
+        {
+            broken.get_or_insert(e);
+        }
     }
 
     /// The answer to an append of a record already synced at `seq`.

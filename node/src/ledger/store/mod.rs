@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | `records` | sequence (u64 BE) | `LedgerEntry` (protobuf) |
 //! | `ids` | record id (32 bytes) | sequence (u64 BE) |
-//! | `tree` | levels ≥ 6: level (u8) ‖ index (u64 BE); below: by 64-leaf tile ([`super::tiles`]) | the perfect-subtree hash over leaves `[index·2^level, (index+1)·2^level)` |
+//! | `tree` | levels ≥ 6: level (u8) ‖ index (u64 BE); below: one value per 64-leaf tile ([`super::tiles`]) | the perfect-subtree hash over leaves `[index·2^level, (index+1)·2^level)` |
 //! | `meta` | name | value (checkpoints, counters) |
 //! | others | declared by their owner at open ([`Store::open`]'s `extra`; federation's in `federation::db::CFS`) |
 //!
@@ -33,7 +33,7 @@ use accord_proto::signing::RecordId;
 use prost::Message;
 use std::path::Path;
 
-pub use nodes::{CACHED_LEVEL, LeafScanNodes, OneByOneNodes, TreeNodes, tree_key};
+pub use nodes::{CACHED_LEVEL, LeafScanNodes, OneByOneNodes, TreeNodes};
 
 /// The ledger's own families, created on open.
 pub const CFS: &[&str] = &["records", "ids", "tree", "meta"];
@@ -202,14 +202,14 @@ impl Store {
     /// [`Store::open`] with a block cache of `block_cache_mib` MiB shared by every column family
     /// (`[storage] block_cache_mib`; issue 15: bounded memory).
     pub fn open_tuned(dir: &Path, extra: &[&str], block_cache_mib: u64) -> Result<Store, Error> {
-        let rocks = rocks::Rocks::open(dir, extra, block_cache_mib, true)?;
-        Ok(Self::with(Engine::Rocks(rocks), extra))
+        let rocks = rocks::Rocks::open(dir, extra, block_cache_mib)?;
+        Self::with(Engine::Rocks(rocks), extra).moved()
     }
 
     /// The store on PostgreSQL ([`postgres::Pg::open`]).
     pub fn open_postgres(options: &postgres::PgOptions, extra: &[&str]) -> Result<Store, Error> {
         let pg = postgres::Pg::open(options)?;
-        Ok(Self::with(Engine::Postgres(Box::new(pg)), extra))
+        Self::with(Engine::Postgres(Box::new(pg)), extra).moved()
     }
 
     /// The store on PostgreSQL read without the lease, following its writer
@@ -217,6 +217,19 @@ impl Store {
     pub fn follow_postgres(options: &postgres::PgOptions, extra: &[&str]) -> Result<Store, Error> {
         let pg = postgres::Pg::follow(options)?;
         Ok(Self::with(Engine::Postgres(Box::new(pg)), extra))
+    }
+
+    /// The store with its tree moved out of an earlier layout (`super::tiles::legacy`): the
+    /// writer's opens only, which hold the database (PostgreSQL: the lease).
+    fn moved(self) -> Result<Store, Error> {
+        let moved = super::tiles::legacy::migrate(&self)?;
+        if moved > 0 {
+            tracing::info!(
+                nodes = moved,
+                "tree: lower levels moved to one value per tile"
+            );
+        }
+        Ok(self)
     }
 
     fn with(engine: Engine, extra: &[&str]) -> Store {
@@ -236,19 +249,33 @@ impl Store {
     /// refused, with what to do.
     pub fn open_unmoved(dir: &Path, extra: &[&str]) -> Result<Store, Error> {
         let default = crate::config::StorageConfig::default().block_cache_mib;
-        let rocks = rocks::Rocks::open(dir, extra, default, false)?;
-        if super::tiles::old_layout_present(&rocks.db, rocks.cf("tree")?)? {
+        let store = Self::with(
+            Engine::Rocks(rocks::Rocks::open(dir, extra, default)?),
+            extra,
+        );
+        if super::tiles::legacy::old_layout_present(&store)? {
             return Err(Error::FailedPrecondition(format!(
                 "{}: the Merkle tree is stored in the layout of an earlier accord-node; start the \
                  node once (it moves the tree at open) and verify again",
                 dir.display()
             )));
         }
-        Ok(Self::with(Engine::Rocks(rocks), extra))
+        Ok(store)
+    }
+
+    /// The store as found, its tree not moved out of an earlier layout (tests of the reads a
+    /// standby makes of a store its writer has not moved yet).
+    #[cfg(test)]
+    pub(in crate::ledger) fn open_as_found(dir: &Path) -> Result<Store, Error> {
+        let default = crate::config::StorageConfig::default().block_cache_mib;
+        Ok(Self::with(
+            Engine::Rocks(rocks::Rocks::open(dir, &[], default)?),
+            &[],
+        ))
     }
 
     /// The engine.
-    fn kv(&self) -> &dyn Kv {
+    pub(in crate::ledger) fn kv(&self) -> &dyn Kv {
         match &self.engine {
             Engine::Rocks(r) => r,
             Engine::Postgres(p) => p.as_ref(),
@@ -256,8 +283,7 @@ impl Store {
     }
 
     /// The RocksDB engine, for what only it has (the tree's layout move and its tests).
-    #[cfg(test)]
-    pub(super) fn rocks(&self) -> Option<&rocks::Rocks> {
+    pub(in crate::ledger) fn rocks_engine(&self) -> Option<&rocks::Rocks> {
         match &self.engine {
             Engine::Rocks(r) => Some(r),
             Engine::Postgres(_) => None,
@@ -273,7 +299,7 @@ impl Store {
     }
 
     /// An empty batch for a group commit of about `bytes`, in this store's form.
-    pub(super) fn batch_for(&self, bytes: usize) -> Batch {
+    pub(in crate::ledger) fn batch_for(&self, bytes: usize) -> Batch {
         match &self.engine {
             Engine::Rocks(_) => Batch::rocks_with_capacity(bytes),
             Engine::Postgres(_) => Batch::default(),

@@ -2,14 +2,15 @@
 //! cache of the upper levels, and the [`accord_proto::merkle::NodeSource`]s over them. Engine
 //! neutral: every read goes through [`super::Kv`].
 
-use super::{Store, u64_key};
+use super::Store;
 use crate::error::Error;
 use std::sync::{RwLock, RwLockReadGuard};
 
-pub use super::super::tiles::tree_key;
-use super::super::tiles::{TreeKey, parse_key};
+use super::super::tiles::legacy::node_tile_key;
+use super::super::tiles::{Tile, tile_key, tile_of, upper_index, upper_key};
 
-/// The lowest tree level kept in [`Store`]'s in-memory node cache.
+/// The lowest tree level kept in [`Store`]'s in-memory node cache: the levels below it are stored
+/// one 64-leaf tile per value (`super::super::tiles`).
 pub const CACHED_LEVEL: u32 = 6;
 
 /// Upper-level nodes loaded per range scan when the cache misses ([`Store::tree_node`]).
@@ -19,7 +20,11 @@ impl Store {
     /// A stored tree node.
     pub fn tree_node(&self, level: u32, index: u64) -> Result<Option<[u8; 32]>, Error> {
         if level < CACHED_LEVEL {
-            return self.tree_node_stored(level, index);
+            let (tile, offset) = tile_of(level, index);
+            return match self.kv().get("tree", &tile_key(tile))? {
+                Some(v) => Ok(Tile::decode(&v)?.node(level, offset)),
+                None => Ok(self.old_nodes(&[(level, index)])?.remove(0)),
+            };
         }
         match self.upper.get(level, index) {
             Some(h) => Ok(Some(h)),
@@ -27,27 +32,22 @@ impl Store {
         }
     }
 
-    fn tree_node_stored(&self, level: u32, index: u64) -> Result<Option<[u8; 32]>, Error> {
-        match self.kv().get("tree", tree_key(level, index).as_ref())? {
-            Some(v) => tree_hash(&v).map(Some),
-            None => Ok(None),
-        }
-    }
-
     /// Several stored tree nodes, in the order asked (issue 14: a proof's nodes in one call).
-    /// Upper levels come from the in-memory cache; the rest, at most [`CACHED_LEVEL`] per
-    /// proof path plus the right edge's pieces, in one batched read over sorted keys (RocksDB's
-    /// `MultiGet`: one pass through the memtables and each file's filter and index for the whole
-    /// batch, instead of a full point lookup per node).
+    /// Upper levels come from the in-memory cache; the rest, at most [`CACHED_LEVEL`] per proof
+    /// path plus the right edge's pieces, from the tiles that hold them — one or two per proof
+    /// (issue 32, item 4) — read by one point lookup, or one batched read over sorted keys
+    /// (RocksDB's `MultiGet`) when there are several.
     pub fn tree_nodes(&self, addrs: &[(u32, u64)]) -> Result<Vec<Option<[u8; 32]>>, Error> {
         let mut out = vec![None; addrs.len()];
         let mut upper_missed = Vec::new();
-        let mut lower: Vec<(TreeKey, usize)> = Vec::new();
+        // (tile, level, offset in the tile, position asked)
+        let mut lower: Vec<(u64, u32, u64, usize)> = Vec::new();
         {
             let levels = self.upper.read();
             for (i, &(level, index)) in addrs.iter().enumerate() {
                 if level < CACHED_LEVEL {
-                    lower.push((tree_key(level, index), i));
+                    let (tile, offset) = tile_of(level, index);
+                    lower.push((tile, level, offset, i));
                 } else {
                     match UpperNodes::lookup(&levels, level, index) {
                         Some(h) => out[i] = Some(h),
@@ -60,24 +60,54 @@ impl Store {
             let (level, index) = addrs[i];
             out[i] = self.fill_upper(level, index)?;
         }
-        match lower.len() {
-            0 => {}
-            1 => {
-                out[lower[0].1] = self.tree_node_stored(addrs[lower[0].1].0, addrs[lower[0].1].1)?
-            }
+        if lower.is_empty() {
+            return Ok(out);
+        }
+        lower.sort_unstable();
+        let mut tiles: Vec<u64> = lower.iter().map(|l| l.0).collect();
+        tiles.dedup();
+        let keys: Vec<[u8; 9]> = tiles.iter().map(|&t| tile_key(t)).collect();
+        let values = match keys.as_slice() {
+            [one] => vec![self.kv().get("tree", one)?],
             _ => {
-                lower.sort_unstable();
-                let keys: Vec<&[u8]> = lower.iter().map(|(k, _)| k.as_ref()).collect();
-                let got = self.kv().multi_get("tree", &keys, true)?;
-                for ((_, i), v) in lower.iter().zip(got) {
-                    out[*i] = match v {
-                        Some(v) => Some(tree_hash(&v)?),
-                        None => None,
-                    };
-                }
+                let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+                self.kv().multi_get("tree", &refs, true)?
+            }
+        };
+        let mut values = tiles.iter().zip(values);
+        let mut current: Option<(u64, Option<Vec<u8>>)> = None;
+        let mut absent = Vec::new();
+        for (tile, level, offset, i) in lower {
+            if current.as_ref().is_none_or(|c| c.0 != tile) {
+                current = values.next().map(|(t, v)| (*t, v));
+            }
+            match &current {
+                Some((_, Some(v))) => out[i] = Tile::decode(v)?.node(level, offset),
+                _ => absent.push(i),
+            }
+        }
+        if !absent.is_empty() {
+            let old = self.old_nodes(&absent.iter().map(|&i| addrs[i]).collect::<Vec<_>>())?;
+            for (i, h) in absent.into_iter().zip(old) {
+                out[i] = h;
             }
         }
         Ok(out)
+    }
+
+    /// Nodes of tiles that have no value, read under the previous layout's per-node keys
+    /// (`super::super::tiles::legacy`). The writer moves a store out of that layout when it
+    /// opens it, but a standby of this release may follow a writer of the previous one on
+    /// PostgreSQL during an upgrade. On a moved store this is only reached for nodes beyond the
+    /// tree: one more lookup for an answer that is `None` anyway.
+    fn old_nodes(&self, addrs: &[(u32, u64)]) -> Result<Vec<Option<[u8; 32]>>, Error> {
+        let keys: Vec<[u8; 11]> = addrs.iter().map(|&(l, i)| node_tile_key(l, i)).collect();
+        let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+        self.kv()
+            .multi_get("tree", &refs, false)?
+            .into_iter()
+            .map(|v| v.as_deref().map(tree_hash).transpose())
+            .collect()
     }
 
     /// Loads the upper-level node (`level`, `index`) into the cache, with the stored nodes after
@@ -90,9 +120,9 @@ impl Store {
         let mut bad = None;
         self.kv().scan(
             "tree",
-            tree_key(level, index).as_ref(),
-            Some(tree_key(level, end).as_ref()),
-            &mut |k, v| match (u64_key(k.get(1..).unwrap_or_default()), tree_hash(v)) {
+            &upper_key(level, index),
+            Some(&upper_key(level, end)),
+            &mut |k, v| match (upper_index(k), tree_hash(v)) {
                 (Ok(i), Ok(h)) => {
                     found.push((i, h));
                     true
@@ -113,10 +143,9 @@ impl Store {
 
     /// Several stored tree nodes, in the order asked, like [`Store::tree_nodes`], but the
     /// nodes below [`CACHED_LEVEL`] are computed from the leaves instead of read: the ones that
-    /// fall in one aligned run of 2^CACHED_LEVEL leaves come from one range scan of those
-    /// leaves (contiguous keys, one or two blocks) and at most 2^CACHED_LEVEL − 1 hashes, rather
-    /// than a lookup each in a different block of each level (issue 14: on a tree larger than
-    /// the block cache holds warm, each such lookup is a block read).
+    /// fall in one tile come from that tile's leaves and at most 2^CACHED_LEVEL − 1 hashes. Issue
+    /// 14 measured this against a lookup per node; with one value per tile (issue 32) both read
+    /// one value, and this one hashes besides.
     pub fn tree_nodes_from_leaves(
         &self,
         addrs: &[(u32, u64)],
@@ -166,33 +195,15 @@ impl Store {
     /// The stored leaf hashes `[lo, hi)` (within one tile), in order, stopping at the first one
     /// missing.
     fn scan_leaves(&self, lo: u64, hi: u64) -> Result<Vec<[u8; 32]>, Error> {
-        let mut out = Vec::with_capacity((hi - lo) as usize);
-        let mut bad = None;
-        self.kv().scan(
-            "tree",
-            tree_key(0, lo).as_ref(),
-            Some(tree_key(0, hi).as_ref()),
-            &mut |k, v| {
-                // A tile's leaves come first, then its inner nodes (the layout of `tiles`).
-                if parse_key(k) != Some((0, lo + out.len() as u64)) {
-                    return false;
-                }
-                match tree_hash(v) {
-                    Ok(h) => {
-                        out.push(h);
-                        true
-                    }
-                    Err(e) => {
-                        bad = Some(e);
-                        false
-                    }
-                }
-            },
-        )?;
-        match bad {
-            Some(e) => Err(e),
-            None => Ok(out),
-        }
+        let (tile, first) = tile_of(0, lo);
+        let Some(v) = self.kv().get("tree", &tile_key(tile))? else {
+            return Ok(Vec::new());
+        };
+        Ok(Tile::decode(&v)?
+            .leaves()
+            .skip(first as usize)
+            .take((hi - lo) as usize)
+            .collect())
     }
 
     /// Bytes held by the in-memory cache of the tree's upper levels (`accordctl bench log`).
@@ -221,7 +232,7 @@ impl accord_proto::merkle::NodeSource for TreeNodes<'_> {
     }
 }
 
-/// The stored tree with the levels below the cache rebuilt from one range scan of their leaves
+/// The stored tree with the levels below the cache rebuilt from their tile's leaves
 /// ([`Store::tree_nodes_from_leaves`]): the alternative read path `accordctl bench log` measures
 /// beside [`TreeNodes`] (issue 14). Not what the node serves proofs from.
 #[derive(Debug, Clone, Copy)]

@@ -89,14 +89,8 @@ fn cf_options(name: &str, cache: &rocksdb::Cache) -> Options {
 }
 
 impl Rocks {
-    /// Opens or creates the database with the ledger's column families and `extra` ones;
-    /// `move_tree` moves a tree stored in the layout before tiles (`super::super::tiles`).
-    pub(super) fn open(
-        dir: &Path,
-        extra: &[&str],
-        block_cache_mib: u64,
-        move_tree: bool,
-    ) -> Result<Rocks, Error> {
+    /// Opens or creates the database with the ledger's column families and `extra` ones.
+    pub(super) fn open(dir: &Path, extra: &[&str], block_cache_mib: u64) -> Result<Rocks, Error> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::Storage(format!("create {}: {e}", dir.display())))?;
         let mut opts = Options::default();
@@ -123,16 +117,7 @@ impl Rocks {
             .chain(extra.iter().filter(|n| !CFS.contains(n)))
             .map(|n| ColumnFamilyDescriptor::new(*n, cf_options(n, &cache)));
         let db = DB::open_cf_descriptors(&opts, dir, cfs).map_err(storage)?;
-        let rocks = Rocks { db };
-        let moved = if move_tree {
-            super::super::tiles::migrate(&rocks.db, rocks.cf("tree")?)?
-        } else {
-            0
-        };
-        if moved > 0 {
-            tracing::info!(nodes = moved, "tree: lower levels moved to the tile layout");
-        }
-        Ok(rocks)
+        Ok(Rocks { db })
     }
 
     /// A column family handle.
