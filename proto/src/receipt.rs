@@ -268,6 +268,9 @@ fn finish(
     let Some(Operation::Admission(a)) = &record.operation else {
         return Err("the admission leaf is not an admission declaration".into());
     };
+    if record.author.as_ref().map(|p| p.organisation.as_str()) != Some(r.receiver.as_str()) {
+        return Err("the admission declaration is not the receiver's".into());
+    }
     if a.record_id != r.record_id
         || a.outcome != r.outcome
         || a.code != r.code
@@ -346,7 +349,9 @@ pub fn verify_many(
                 sig.signature.to_vec(),
             )),
         }
-        if let Some(leaf) = &p.leaf {
+        // A declaration written without a signature (issue 32, item 2) is the receiver's by its
+        // place in the receiver's signed log: `finish` checks the inclusion proof either way.
+        if let Some(leaf) = p.leaf.as_ref().filter(|l| !l.signatures.is_empty()) {
             match signed_by(&leaf.signatures, keys) {
                 Some((k, sig)) => items.push((
                     vec![i],
@@ -386,8 +391,9 @@ pub fn verify_many(
 
 /// Verifies a signed receipt against the receiver's keys: its signature (for a batched receipt:
 /// the batch's signature and the receipt's path in the batch), and — when it carries
-/// a checkpoint — that the admission leaf is the receiver's signed admission declaration about
-/// this record with this outcome, that the checkpoint is signed by the receiver's log key (and
+/// a checkpoint — that the admission leaf is the receiver's admission declaration about this
+/// record with this outcome (signed with the receiver's key, or without any signature: then
+/// the checkpoint and the inclusion proof alone bind it, issue 32 item 2), that the checkpoint is signed by the receiver's log key (and
 /// cosigned by every key in `witnesses`), and that the inclusion proof puts the leaf at the
 /// admission sequence under the checkpoint's root.
 pub fn verify(
@@ -412,10 +418,16 @@ mod tests {
 
     /// A receiver's admission receipt with a proof: a one-leaf log holding the declaration.
     fn proven(node: &Signer, witness: Option<&Cosigner>) -> (Signed, Receipt) {
+        let leaf = signing::sign_record(node, &declaration("globex"));
+        proven_leaf(node, witness, leaf)
+    }
+
+    /// globex's declaration that it admitted acme's record `[7; 32]`, authored by `org`.
+    fn declaration(org: &str) -> Record {
         let record_id = [7u8; 32];
-        let decl = Record {
+        Record {
             author: Some(PartyRef {
-                organisation: "globex".into(),
+                organisation: org.into(),
                 name: "work-service".into(),
             }),
             commitment_id: "c".into(),
@@ -426,8 +438,16 @@ mod tests {
                 ..Default::default()
             })),
             ..Default::default()
-        };
-        let leaf = signing::sign_record(node, &decl);
+        }
+    }
+
+    /// The receipt for `leaf` as the only leaf of the receiver's log.
+    fn proven_leaf(
+        node: &Signer,
+        witness: Option<&Cosigner>,
+        leaf: SignedRecord,
+    ) -> (Signed, Receipt) {
+        let record_id = [7u8; 32];
         let leaf_bytes = leaf.encode_to_vec();
         let root = leaf_hash(&leaf_bytes);
         let mut note = Checkpoint::new(node.name(), 1, root).sign(node).unwrap();
@@ -484,6 +504,48 @@ mod tests {
         // In a batch, the bad one fails alone.
         let many = verify_many(&[s.clone(), bad, s], &keys, &[]);
         assert!(many[0].is_ok() && many[1].is_err() && many[2].is_ok());
+    }
+
+    /// Issue 32, item 2: a declaration written without a signature is proven by the
+    /// receiver's signed checkpoint and its inclusion proof alone; without the receiver as its
+    /// author, or not at the proven place, it is not.
+    #[test]
+    fn an_unsigned_declaration_is_proven_by_the_checkpoint() {
+        let node = signer("globex.accord/log");
+        let keys = [node.verifier()];
+        let unsigned = |org: &str| {
+            let r = declaration(org);
+            SignedRecord {
+                payload: r.encode_to_vec().into(),
+                payload_type: crate::declaration::payload_type(&r),
+                signatures: vec![],
+            }
+        };
+        let (s, r) = proven_leaf(&node, None, unsigned("globex"));
+        let v = verify(&s, &keys, &[]).unwrap();
+        assert!(v.proven);
+        assert_eq!(v.decision, Some(Decision::Admitted));
+        let (s, _) = proven_leaf(&node, None, unsigned("initech"));
+        assert!(
+            verify(&s, &keys, &[])
+                .unwrap_err()
+                .contains("not the receiver's")
+        );
+        let mut t = r.clone();
+        t.admission_sequence = 1;
+        assert!(verify(&sign(&node, &t), &keys, &[]).is_err());
+        // A leaf signed by a key that is not the receiver's is not taken for an unsigned one.
+        let other = signer("initech.accord/log");
+        let (s, _) = proven_leaf(
+            &node,
+            None,
+            signing::sign_record(&other, &declaration("globex")),
+        );
+        assert!(
+            verify(&s, &keys, &[])
+                .unwrap_err()
+                .contains("no signature by the receiver")
+        );
     }
 
     fn admission(record: u8, outcome: AdmissionOutcome, code: &str) -> Receipt {

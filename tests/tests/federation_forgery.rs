@@ -37,6 +37,7 @@ fn envelope(records: Vec<SignedRecord>, log_proof: Option<fed::LogProof>) -> Env
         log_proof,
         previous_first_sequence: None,
         applied_at_unix_ms: Vec::new(),
+        checkpointed_declarations: false,
     }
 }
 

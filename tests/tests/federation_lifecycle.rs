@@ -140,6 +140,42 @@ async fn cross_organisation_commitment_end_to_end() {
         5
     );
 
+    // Issue 32, item 2: a declaration is signed only when it may leave its node. globex's
+    // decisions about acme's records (deal-1 is homed at acme) stay at globex, bound by its
+    // signed checkpoint: no signature. acme's decisions as the home are federated, so signed by
+    // acme's node key, at acme and as received at globex.
+    let admissions = |entries: Vec<accord_proto::pb::work::v1::LedgerEntry>, by: &str| {
+        entries
+            .into_iter()
+            .filter(|e| {
+                let r = decode(e);
+                r.commitment_id == c
+                    && matches!(r.operation, Some(Operation::Admission(_)))
+                    && r.author.is_some_and(|p| p.organisation == by)
+            })
+            .map(|e| e.record.expect("record"))
+            .collect::<Vec<_>>()
+    };
+    let at_b = admissions(ledger(&b).await, "globex");
+    // acme's two work records and its three decisions, each admitted at globex.
+    assert_eq!(at_b.len(), 5);
+    assert!(at_b.iter().all(|s| s.signatures.is_empty()), "{at_b:?}");
+    let acme_node = node_signer(&a).verifier();
+    for (at, n) in [(&a, 3), (&b, 3)] {
+        let home = admissions(ledger(at).await, "acme");
+        assert_eq!(home.len(), n);
+        for s in home {
+            assert_eq!(s.signatures.len(), 1);
+            accord_proto::signing::verify(
+                &acme_node,
+                &s.payload_type,
+                &s.payload,
+                &s.signatures[0],
+            )
+            .expect("acme's node key signed its decision");
+        }
+    }
+
     assert_eq!(
         durability(&a, &request).await.durability,
         Durability::ActedUpon as i32

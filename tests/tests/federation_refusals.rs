@@ -428,6 +428,7 @@ async fn malformed_envelopes_are_refused_and_an_unordered_one_is_unavailable() {
         log_proof: Some(log_proof),
         previous_first_sequence: Some(6),
         applied_at_unix_ms: Vec::new(),
+        checkpointed_declarations: false,
     };
     let started = std::time::Instant::now();
     let e = as_a

@@ -39,8 +39,11 @@ pub struct Declaration<'a> {
 }
 
 impl Declaration<'_> {
-    /// Signs it with the node key as a record of organisation `org`, ready to append.
-    pub fn sign(&self, signer: &Signer, org: &str) -> Result<Append<k::Record>, Error> {
+    /// The declaration as a record of organisation `org`, ready to append: signed with the node
+    /// key when `signer` is given — the declarations that may leave this node ([`signed`]) — and
+    /// otherwise with no signature, its bytes bound by the node's signed checkpoint instead
+    /// (issue 32, item 2; ARCHITECTURE.md, "Admission declarations and their signatures").
+    pub fn seal(&self, signer: Option<&Signer>, org: &str) -> Result<Append<k::Record>, Error> {
         let commitment = if self.commitment.is_empty() {
             format!("federation:{}", self.peer)
         } else {
@@ -62,7 +65,14 @@ impl Declaration<'_> {
             })),
             ..Default::default()
         };
-        let signed = signing::sign_record(signer, &record);
+        let signed = match signer {
+            Some(signer) => signing::sign_record(signer, &record),
+            None => pb::SignedRecord {
+                payload: prost::Message::encode_to_vec(&record).into(),
+                payload_type: accord_proto::declaration::payload_type(&record),
+                signatures: Vec::new(),
+            },
+        };
         let id = signing::record_id(&signed.payload_type, &signed.payload);
         let input = crate::convert::record_from_pb(id, &record)?;
         Ok(Append {
@@ -72,6 +82,23 @@ impl Declaration<'_> {
             at: None,
         })
     }
+}
+
+/// Whether a declaration about a record of `commitment` is signed: when it may leave this node.
+/// Admission declarations are federated only from a commitment's home (its final decisions,
+/// the order other holders follow: [`super::route::federated`]), so one about a commitment
+/// homed elsewhere never leaves; it is read only here, with an inclusion proof against this
+/// node's signed checkpoint (the receipt's proof). A commitment this node does not know yet
+/// is signed for, as if it might be homed here. `""` (a record that did not decode, declared
+/// under `federation:<peer>`) is never homed anywhere.
+pub fn signed(cx: &super::FedContext, commitment: &str) -> bool {
+    if commitment.is_empty() {
+        return false;
+    }
+    cx.projection.read().ok().is_none_or(|p| {
+        p.get(commitment)
+            .is_none_or(|k| k.home_org(cx.name()) == cx.name())
+    })
 }
 
 /// An admission receipt (unsigned) from `org` for a decided record, issued at `issued_at`.

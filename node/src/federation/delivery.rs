@@ -165,6 +165,8 @@ pub(super) async fn prepare(
         log_proof: Some(log_proof),
         previous_first_sequence: previous,
         applied_at_unix_ms: applied_at,
+        // `receipts::verify_many` proves an unsigned declaration by the checkpoint.
+        checkpointed_declarations: true,
     };
     let payload = env.encode_to_vec();
     let sig = signing::sign(&cx.signer, ENVELOPE_PAYLOAD_TYPE, &payload);

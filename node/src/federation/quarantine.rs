@@ -383,7 +383,9 @@ async fn close(
         closes: Some(q.admission_id),
         declared_at,
     }
-    .sign(&cx.signer, cx.name())?;
+    // Signed: whether the peer proves declarations by the checkpoint was a property of the
+    // envelope, long answered (and a quarantine's close is rare).
+    .seal(Some(&cx.signer), cx.name())?;
     let admission_id = a.id;
     let r = ledger.append(a).await?;
     drop(ledger);

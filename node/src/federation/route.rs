@@ -109,6 +109,15 @@ pub(crate) fn federated(cx: &FedContext, entry: &LedgerEntry, r: &Record) -> boo
     if r.author.as_ref().map(|a| a.organisation.as_str()) != Some(cx.name()) {
         return false;
     }
+    // A record leaves only signed: an admission declaration written without a signature
+    // (`declaration::signed`) is bound by this node's checkpoint and read only here.
+    if entry
+        .record
+        .as_ref()
+        .is_none_or(|s| s.signatures.is_empty())
+    {
+        return false;
+    }
     let outcome = entry.outcome.as_ref();
     if let Some(Operation::Admission(a)) = &r.operation {
         return a.outcome != pb::AdmissionOutcome::Quarantined as i32

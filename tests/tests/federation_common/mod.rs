@@ -350,6 +350,7 @@ impl AsPeer {
             log_proof: Some(log_proof),
             previous_first_sequence: None,
             applied_at_unix_ms: Vec::new(),
+            checkpointed_declarations: false,
         };
         sign_envelope(key, &env)
     }
@@ -373,6 +374,7 @@ impl AsPeer {
             log_proof: None,
             previous_first_sequence: None,
             applied_at_unix_ms: Vec::new(),
+            checkpointed_declarations: false,
         };
         sign_envelope(&self.key, &env)
     }

@@ -28,20 +28,28 @@ pub(super) async fn decisions(
     ledger: &Held<'_, accord_kernel::Record>,
     peer: &Peer,
     decided: Vec<Decided>,
+    checkpointed: bool,
 ) -> Result<Vec<Declared>, FedError> {
     if decided.is_empty() {
         return Ok(Vec::new());
     }
-    // One signature per declaration is the design (seed 000: each decision is its own ledger
-    // record); they are signed off the tokio workers, on as many threads as there are cores
-    // (issue 14). Their bytes depend on the record and decision only, not on the thread.
+    // Each decision is its own ledger record (seed 000). When the sender proves declarations by
+    // the checkpoint (`Envelope.checkpointed_declarations`), only those that may leave this
+    // node are signed (`declaration::signed`: a commitment homed here); the others are bound by
+    // the node's signed checkpoint (issue 32, item 2). Signing happens off the tokio
+    // workers, on as many threads as there are cores (issue 14); the bytes depend on the record
+    // and decision only, not on the thread.
     let (signer, org, peer_name) = (
         cx.signer.clone(),
         cx.name().to_string(),
         peer.name().to_string(),
     );
+    let signs: Vec<bool> = decided
+        .iter()
+        .map(|d| !checkpointed || crate::federation::declaration::signed(cx, &d.commitment))
+        .collect();
     let (decided, appends) = tokio::task::spawn_blocking(move || {
-        let sign = |d: &Decided| {
+        let sign = |(d, signs): (&Decided, &bool)| {
             Declaration {
                 author: WORK_SERVICE,
                 peer: &peer_name,
@@ -51,20 +59,24 @@ pub(super) async fn decisions(
                 closes: None,
                 declared_at: d.declared_at,
             }
-            .sign(&signer, &org)
+            .seal(signs.then_some(&signer), &org)
         };
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(decided.len().div_ceil(PER_THREAD))
             .max(1);
+        let threads = if signs.iter().any(|s| *s) { threads } else { 1 };
         let appends: Vec<Result<Append<_>, crate::error::Error>> = if threads == 1 {
-            decided.iter().map(sign).collect()
+            decided.iter().zip(&signs).map(sign).collect()
         } else {
             let chunk = decided.len().div_ceil(threads);
             std::thread::scope(|scope| {
                 let handles: Vec<_> = decided
                     .chunks(chunk)
-                    .map(|part| scope.spawn(move || part.iter().map(sign).collect::<Vec<_>>()))
+                    .zip(signs.chunks(chunk))
+                    .map(|(part, s)| {
+                        scope.spawn(move || part.iter().zip(s).map(sign).collect::<Vec<_>>())
+                    })
                     .collect();
                 handles
                     .into_iter()

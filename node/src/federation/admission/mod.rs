@@ -176,7 +176,14 @@ async fn admit(
     });
     let ledger = cx.ledger.hold(homed).await;
     let decided = commit::kernel(&ledger, peer, work).await?;
-    let declared = declare::decisions(cx, &ledger, peer, decided.decided).await?;
+    let declared = declare::decisions(
+        cx,
+        &ledger,
+        peer,
+        decided.decided,
+        env.checkpointed_declarations,
+    )
+    .await?;
     drop(ledger);
     persist::envelope(
         cx,

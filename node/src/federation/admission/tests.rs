@@ -156,9 +156,15 @@ async fn a_retry_after_a_crash_before_the_decisions_are_kept_declares_nothing_tw
     let work = triage::records(node, &peer, &env, &log.proven, &sig_ok, now).unwrap();
     let ledger = node.ledger.hold(false).await;
     let decided = commit::kernel(&ledger, &peer, work).await.unwrap();
-    let first = declare::decisions(node, &ledger, &peer, decided.decided)
-        .await
-        .unwrap();
+    let first = declare::decisions(
+        node,
+        &ledger,
+        &peer,
+        decided.decided,
+        env.checkpointed_declarations,
+    )
+    .await
+    .unwrap();
     drop(ledger);
     assert_eq!(first.len(), 3);
     let first_seqs: Vec<u64> = first.iter().map(|d| d.appended.sequence).collect();
