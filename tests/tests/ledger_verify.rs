@@ -140,17 +140,16 @@ async fn verify_passes_on_a_real_ledger_and_names_the_first_altered_sequence() {
     assert!(v["difference"].is_null(), "{v}");
 
     // A leaf hash (tree level 0, index 3) flipped on disk: reported at sequence 3. The levels
-    // below 6 are keyed by 64-leaf tile: 0x80 ‖ tile (u64 BE) ‖ level ‖ offset in the tile.
-    let tile_key = |level: u8, offset: u8| {
-        let mut key = vec![0x80u8];
-        key.extend_from_slice(&0u64.to_be_bytes());
-        key.extend_from_slice(&[level, offset]);
-        key
-    };
-    let key = tile_key(0, 3);
+    // below 6 are one value per 64-leaf tile (issue 32): key 0x81 ‖ tile (u64 BE), value the
+    // leaf count k, then each level's k >> level nodes in order. Five leaves: 5 + 2 + 1 nodes.
+    let mut key = vec![0x81u8];
+    key.extend_from_slice(&0u64.to_be_bytes());
+    let node_at =
+        |level: usize, offset: usize| 1 + 32 * ([5, 2, 1][..level].iter().sum::<usize>() + offset);
     let old = alter(&data, "tree", &key, |v| {
+        assert_eq!((v[0], v.len()), (5, 1 + 32 * 8), "the five-leaf tile");
         let mut v = v.to_vec();
-        v[0] ^= 1;
+        v[node_at(0, 3)] ^= 1;
         v
     });
     let (code, v, err) = verify(&data);
@@ -160,10 +159,9 @@ async fn verify_passes_on_a_real_ledger_and_names_the_first_altered_sequence() {
     put_back(&data, "tree", &key, &old);
     // An inner node (level 1, index 0: leaves 0 and 1) altered: reported at sequence 1, whose
     // leaf completed it.
-    let key = tile_key(1, 0);
     let old = alter(&data, "tree", &key, |v| {
         let mut v = v.to_vec();
-        v[31] ^= 0x80;
+        v[node_at(1, 0) + 31] ^= 0x80;
         v
     });
     let (code, v, _) = verify(&data);
