@@ -409,3 +409,106 @@ async fn a_node_refuses_a_database_holding_another_nodes_log() {
         .into_inner();
     assert_eq!(cm.state, "requested");
 }
+
+/// Issue 32, item 4: a tree stored one key per node of its tiles — the layout every node on
+/// PostgreSQL wrote before issue 32 — is moved to one value per tile when the writer next opens
+/// the database: no key of the old layout is left, and the inclusion proof of records in a full
+/// tile and in the partial last one, checked here against the checkpoint's root, holds.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tree_in_the_previous_layout_is_moved_when_the_writer_opens_it() {
+    use crate::federation_common::{WAIT, assert_included};
+    let pg = TestPostgres::start().unwrap();
+    let section = pg.storage_section(1_000);
+    let mut node = TestNode::builder("acme")
+        .party("alice")
+        .party("bob")
+        .config(move |text, _| text.push_str(&section))
+        .start()
+        .await
+        .unwrap();
+    let alice = Signer::from_skey(node.party_skey("alice").trim()).unwrap();
+    let mut c = node.work().await.unwrap();
+    const N: u64 = 70; // a full tile of 64 and a partial one of 6
+    let records: Vec<_> = (0..N)
+        .map(|i| alice_asks_bob(&format!("pg-{i}"), "tiles"))
+        .collect();
+    for r in &records {
+        submit(&mut c, &alice, r).await;
+    }
+    assert!(node.terminate().unwrap());
+
+    // Rewrite the stored tiles as the previous layout kept them: 0x80 ‖ tile ‖ level ‖ offset,
+    // one row per node, from each tile value (leaf count k, then each level's k >> l nodes).
+    let rows = pg
+        .query("SELECT encode(k, 'hex') || ':' || encode(v, 'hex') FROM accord_kv WHERE cf = 'tree' AND get_byte(k, 0) = 129 ORDER BY k")
+        .unwrap();
+    let mut values = Vec::new();
+    for row in rows.lines() {
+        let (k, v) = row.split_once(':').unwrap();
+        let (k, v) = (hex::decode(k).unwrap(), hex::decode(v).unwrap());
+        let leaves = usize::from(v[0]);
+        let mut at = 1;
+        for level in 0..6u8 {
+            for offset in 0..(leaves >> level) {
+                let mut key = k[..9].to_vec();
+                key[0] = 0x80;
+                key.extend_from_slice(&[level, offset as u8]);
+                values.push(format!(
+                    "('tree', decode('{}', 'hex'), decode('{}', 'hex'))",
+                    hex::encode(&key),
+                    hex::encode(&v[at..at + 32])
+                ));
+                at += 32;
+            }
+        }
+        assert_eq!(at, v.len(), "a tile value is its nodes and nothing more");
+    }
+    // 70 leaves: 70 + 35 + 17 + 8 + 4 + 2 nodes below level 6.
+    assert_eq!(values.len(), 136);
+    pg.query(&format!(
+        "BEGIN; DELETE FROM accord_kv WHERE cf = 'tree' AND get_byte(k, 0) = 129; \
+         INSERT INTO accord_kv (cf, k, v) VALUES {}; COMMIT;",
+        values.join(", ")
+    ))
+    .unwrap();
+    let count = |first: u8| {
+        pg.query(&format!(
+            "SELECT count(*) FROM accord_kv WHERE cf = 'tree' AND get_byte(k, 0) = {first}"
+        ))
+        .unwrap()
+    };
+    assert_eq!((count(0x80).as_str(), count(0x81).as_str()), ("136", "0"));
+
+    node.spawn().await.unwrap();
+    assert_eq!(
+        (count(0x80).as_str(), count(0x81).as_str()),
+        ("0", "2"),
+        "moved at open: one value per tile"
+    );
+    let mut c = node.work().await.unwrap();
+    // One more record, so a checkpoint covers the whole ledger after the move.
+    submit(&mut c, &alice, &alice_asks_bob("pg-70", "after the move")).await;
+    for i in [0, 37, 63, 64, 69] {
+        let signed = accord_proto::signing::sign_record(&alice, &records[i as usize]);
+        let id = accord_proto::signing::record_id(&signed.payload_type, &signed.payload);
+        let d = accord_tests::eventually(WAIT, || {
+            let mut c = c.clone();
+            async move {
+                let d = c
+                    .get_durability(work::GetDurabilityRequest {
+                        record_id: id.to_vec().into(),
+                    })
+                    .await
+                    .ok()?
+                    .into_inner();
+                (d.local >= work::Durability::Included as i32 && !d.inclusion_proof.is_empty())
+                    .then_some(d)
+            }
+        })
+        .await
+        .unwrap_or_else(|e| panic!("record {i} included: {e}"));
+        assert_eq!(d.sequence, i);
+        assert_included(&d, &signed);
+    }
+    assert!(node.terminate().unwrap());
+}
