@@ -3,20 +3,15 @@
 //! responding").
 //!
 //! **Group commit.** Checkpoints of different origins that arrive together are written in one
-//! synced `WriteBatch` ([`Store::commit_checkpoint`]): the first caller to find no write under
-//! way becomes the leader and writes everything queued; the others wait for that write (issue
-//! 14). Each caller still holds its origin's lock until its own write returned, so per-origin
-//! order and the atomic check-and-store are kept; a queue never holds two checkpoints of one
-//! origin.
+//! synced `WriteBatch` ([`Store::write_checkpoints`]); the queue that groups them, and keeps each
+//! origin's lock until its write returned, is [`crate::commit`] (issue 14, issue 32 item 3).
 //!
 //! Column families:
 //! - `checkpoints`: origin → the latest co-signed checkpoint ([`Latest`], versioned binary).
 //! - `logs`: origin → the log's verifier keys, one vkey per line. Removing a log deletes only
 //!   this entry; its checkpoint stays, so re-adding the log cannot roll it back.
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Condvar, Mutex};
 
 use accord_proto::merkle::Hash;
 use rocksdb::{ColumnFamilyDescriptor, DB, IteratorMode, Options, WriteBatch, WriteOptions};
@@ -45,7 +40,7 @@ pub struct Latest {
 }
 
 impl Latest {
-    fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(
             1 + 8 + 32 + 8 + 12 + self.body.len() + self.note.len() + self.cosignature.len(),
         );
@@ -121,28 +116,6 @@ impl<'a> Reader<'a> {
 /// The RocksDB store.
 pub(crate) struct Store {
     db: DB,
-    group: Group,
-}
-
-/// The group-commit queue of checkpoint writes.
-#[derive(Default)]
-struct Group {
-    state: Mutex<GroupState>,
-    done: Condvar,
-}
-
-#[derive(Default)]
-struct GroupState {
-    /// Waiting to be written: (ticket, origin, encoded checkpoint).
-    queue: Vec<(u64, String, Vec<u8>)>,
-    next_ticket: u64,
-    /// A leader is writing.
-    writing: bool,
-    /// Outcomes of written tickets not yet collected by their callers (an error as text: the
-    /// RocksDB error is not `Clone`).
-    results: HashMap<u64, Result<(), String>>,
-    /// Synced writes made (for tests and metrics: fewer than checkpoints when grouped).
-    writes: u64,
 }
 
 impl Store {
@@ -156,10 +129,7 @@ impl Store {
             .into_iter()
             .map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
         let db = DB::open_cf_descriptors(&opts, dir, cfs)?;
-        Ok(Store {
-            db,
-            group: Group::default(),
-        })
+        Ok(Store { db })
     }
 
     fn cf(&self, name: &'static str) -> Result<&rocksdb::ColumnFamily, Error> {
@@ -222,52 +192,16 @@ impl Store {
         Ok(())
     }
 
-    /// Stores the latest checkpoint of `origin`, synced, in one write with whatever checkpoints
-    /// of other origins are waiting (group commit; see the module docs). Blocks until written.
-    /// The caller must hold `origin`'s lock, so that one write never holds `origin` twice.
-    pub(crate) fn commit_checkpoint(&self, origin: &str, latest: &Latest) -> Result<(), Error> {
-        let lock = || Error::Internal("witness store queue lock poisoned".to_owned());
-        let mut st = self.group.state.lock().map_err(|_| lock())?;
-        let ticket = st.next_ticket;
-        st.next_ticket += 1;
-        st.queue.push((ticket, origin.to_owned(), latest.encode()));
-        loop {
-            if let Some(r) = st.results.remove(&ticket) {
-                return r.map_err(Error::Internal);
-            }
-            if st.writing {
-                st = self.group.done.wait(st).map_err(|_| lock())?;
-                continue;
-            }
-            // Leader: write everything queued (ours included) while others queue the next.
-            let group = std::mem::take(&mut st.queue);
-            st.writing = true;
-            drop(st);
-            let written = self.write_group(&group).map_err(|e| e.to_string());
-            st = self.group.state.lock().map_err(|_| lock())?;
-            st.writing = false;
-            st.writes += 1;
-            for (t, _, _) in &group {
-                st.results.insert(*t, written.clone());
-            }
-            self.group.done.notify_all();
-        }
-    }
-
-    fn write_group(&self, group: &[(u64, String, Vec<u8>)]) -> Result<(), Error> {
+    /// Stores the latest checkpoints of several origins (each origin at most once), encoded
+    /// ([`Latest::encode`]), in one synced write.
+    pub(crate) fn write_checkpoints(&self, items: &[(&str, Vec<u8>)]) -> Result<(), Error> {
         let cf = self.cf(CF_CHECKPOINTS)?;
         let mut batch = WriteBatch::default();
-        for (_, origin, value) in group {
+        for (origin, value) in items {
             batch.put_cf(cf, origin.as_bytes(), value);
         }
         self.db.write_opt(batch, &Self::synced())?;
         Ok(())
-    }
-
-    /// Synced checkpoint writes made so far by [`Store::commit_checkpoint`].
-    #[cfg(test)]
-    pub(crate) fn checkpoint_writes(&self) -> u64 {
-        self.group.state.lock().map_or(0, |s| s.writes)
     }
 
     /// Stores a log's vkeys, synced.
@@ -321,84 +255,6 @@ mod tests {
         let mut long = enc;
         long.push(0);
         assert!(Latest::decode("o", &long).is_err());
-    }
-
-    /// Many origins committing at once: every checkpoint is stored, each caller hears of its own
-    /// write, and the writes are grouped (never more synced writes than checkpoints).
-    #[test]
-    fn concurrent_commits_of_many_origins_are_all_stored() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = std::sync::Arc::new(Store::open(dir.path()).unwrap());
-        let latest = |size: u64| Latest {
-            size,
-            root: [size as u8; 32],
-            body: format!("b{size}\n"),
-            note: "n\n".into(),
-            cosignature: "c\n".into(),
-            timestamp: size,
-        };
-        let threads: Vec<_> = (0..8)
-            .map(|o| {
-                let s = s.clone();
-                std::thread::spawn(move || {
-                    // One thread per origin: each origin's commits in order, as its lock keeps them.
-                    for size in 1..=25 {
-                        s.commit_checkpoint(&format!("origin-{o}"), &latest(size))
-                            .unwrap();
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
-        let mut stored = s.load_checkpoints().unwrap();
-        stored.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(stored.len(), 8);
-        for (i, (origin, l)) in stored.into_iter().enumerate() {
-            assert_eq!(origin, format!("origin-{i}"));
-            assert_eq!(l, latest(25));
-        }
-    }
-
-    /// Checkpoints queued while a write is under way go out together in the next single write.
-    #[test]
-    fn checkpoints_queued_during_a_write_share_the_next_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = std::sync::Arc::new(Store::open(dir.path()).unwrap());
-        // Play a leader whose write is under way.
-        s.group.state.lock().unwrap().writing = true;
-        let threads: Vec<_> = (0..3)
-            .map(|o| {
-                let s = s.clone();
-                std::thread::spawn(move || {
-                    let l = Latest {
-                        size: 1,
-                        root: [o; 32],
-                        body: "b\n".into(),
-                        note: "n\n".into(),
-                        cosignature: "c\n".into(),
-                        timestamp: 1,
-                    };
-                    s.commit_checkpoint(&format!("o{o}"), &l).unwrap();
-                })
-            })
-            .collect();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while s.group.state.lock().unwrap().queue.len() < 3 {
-            assert!(std::time::Instant::now() < deadline, "commits never queued");
-            std::thread::yield_now();
-        }
-        {
-            let mut st = s.group.state.lock().unwrap();
-            st.writing = false;
-            s.group.done.notify_all();
-        }
-        for t in threads {
-            t.join().unwrap();
-        }
-        assert_eq!(s.checkpoint_writes(), 1, "three origins, one synced write");
-        assert_eq!(s.load_checkpoints().unwrap().len(), 3);
     }
 
     #[test]

@@ -5,9 +5,10 @@
 //! **Atomicity.** Per origin, the check against the held checkpoint and the synced store of the new
 //! one are one step (c2sp.org/tlog-witness, "add-checkpoint": "checking the old size against the
 //! latest checkpoint and persisting the new checkpoint must be performed atomically"). Each origin
-//! has a FIFO async mutex over its cached [`Latest`]; the holder moves the guard into a blocking
-//! task that compares, cosigns, writes RocksDB with `sync`, and updates the cache, so the step runs
-//! to completion even if the caller goes away mid-request.
+//! has a FIFO async mutex over its cached [`Latest`]; the holder compares and cosigns on its own
+//! task, then hands the guard with the cosigned checkpoint to the group commit
+//! ([`crate::commit`]), which writes RocksDB with `sync` and only then updates the cache and
+//! releases the lock, so the step runs to completion even if the caller goes away mid-request.
 //!
 //! **Fairness.** See [`Limits`]: a flood for one origin fills that origin's queue and then gets
 //! 429 / `RESOURCE_EXHAUSTED`, leaving the rest of the witness-wide budget to other origins.
@@ -22,10 +23,11 @@ use accord_proto::merkle::{self, EMPTY_ROOT, Hash};
 use accord_proto::note::{Note, Verifier};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Mutex, Semaphore};
 use tracing::{info, instrument, warn};
 
 use crate::clock::Clock;
+use crate::commit::{Committer, Pending};
 use crate::error::{Error, LimitScope};
 use crate::logs::LogConfig;
 use crate::request::AddCheckpoint;
@@ -100,7 +102,7 @@ pub struct LogStatus {
 struct Slot {
     latest: Arc<Mutex<Option<Latest>>>,
     /// Mirrors the held size for lock-free listing.
-    size: AtomicU64,
+    size: Arc<AtomicU64>,
     queue: Arc<Semaphore>,
 }
 
@@ -117,6 +119,8 @@ pub struct Witness {
     /// Retrieval Mechanism"); every origin with a slot is here.
     by_hash: RwLock<std::collections::HashMap<Hash, String>>,
     store: Arc<Store>,
+    /// The synced writes of add-checkpoint, grouped across origins.
+    committer: Arc<Committer>,
     clock: Arc<dyn Clock>,
     limits: Limits,
     pub(crate) global: Arc<Semaphore>,
@@ -167,7 +171,7 @@ impl Witness {
         }
         let new_slot = |latest: Option<Latest>| {
             Arc::new(Slot {
-                size: AtomicU64::new(latest.as_ref().map_or(0, |l| l.size)),
+                size: Arc::new(AtomicU64::new(latest.as_ref().map_or(0, |l| l.size))),
                 latest: Arc::new(Mutex::new(latest)),
                 queue: Arc::new(Semaphore::new(opts.limits.max_queued_per_origin)),
             })
@@ -194,10 +198,12 @@ impl Witness {
             .keys()
             .map(|o| (origin_hash(o), o.clone()))
             .collect();
+        let store = Arc::new(store);
         Ok(Witness {
             cosigners: Arc::new(opts.cosigners),
             by_hash: RwLock::new(by_hash),
-            store: Arc::new(store),
+            committer: Arc::new(Committer::new(store.clone())),
+            store,
             clock: opts.clock,
             global: Arc::new(Semaphore::new(opts.limits.max_in_flight)),
             limits: opts.limits,
@@ -282,16 +288,22 @@ impl Witness {
             .map_err(|_| Error::Overloaded {
                 scope: LimitScope::Origin,
             })?;
-        let guard = slot.latest.clone().lock_owned().await;
-        let commit = Commit {
-            store: self.store.clone(),
-            cosigners: self.cosigners.clone(),
-            clock: self.clock.clone(),
-            slot: slot.clone(),
-            permits: (global, queued),
+        let held = slot.latest.clone().lock_owned().await;
+        // No await between here and the hand-over to the committer: once the lock is held, the
+        // step completes whether or not the caller stays.
+        let result = match self.check_and_cosign(&held, &req, &cp, note.text()) {
+            Ok((latest, cosigned)) => {
+                let pending = Pending {
+                    origin: cp.origin,
+                    latest,
+                    held,
+                    size: slot.size.clone(),
+                    permits: vec![global, queued],
+                };
+                self.committer.commit(pending).await.map(|()| cosigned)
+            }
+            Err(e) => Err(e),
         };
-        let text = note.text().to_owned();
-        let result = blocking(move || commit.run(guard, req, cp, text)).await;
         match &result {
             Ok(c) => info!(timestamp = c.timestamp, "co-signed"),
             Err(e @ Error::Inconsistent { .. }) => {
@@ -300,6 +312,50 @@ impl Witness {
             Err(e) => info!(error = %e, "refused"),
         }
         result
+    }
+
+    /// The first half of the atomic step, under the origin's lock: the old size and the
+    /// consistency proof against the held checkpoint (409, 422), then the cosignature(s) of the
+    /// new one. The second half, the synced write, is the committer's.
+    fn check_and_cosign(
+        &self,
+        held: &Option<Latest>,
+        req: &AddCheckpoint,
+        cp: &Checkpoint,
+        body: &str,
+    ) -> Result<(Latest, Cosigned), Error> {
+        let (held_size, held_root) = held.as_ref().map_or((0, EMPTY_ROOT), |l| (l.size, l.root));
+        if req.old_size != held_size {
+            return Err(Error::SizeMismatch {
+                old_size: req.old_size,
+                held: held_size,
+            });
+        }
+        check_consistency(held_size, &held_root, cp, &req.proof)?;
+        let timestamp = self.clock.now();
+        let mut cosignature = String::new();
+        for c in self.cosigners.iter() {
+            let line = c
+                .cosign(body, timestamp)
+                .map_err(|e| Error::Internal(format!("cosigning failed: {e}")))?;
+            cosignature.push_str(&line.to_line());
+        }
+        let cosigned = Cosigned {
+            origin: cp.origin.clone(),
+            size: cp.size,
+            root: cp.root,
+            timestamp,
+            cosignatures: cosignature.clone(),
+        };
+        let latest = Latest {
+            size: cp.size,
+            root: cp.root,
+            body: body.to_owned(),
+            note: req.checkpoint.clone(),
+            cosignature,
+            timestamp,
+        };
+        Ok((latest, cosigned))
     }
 
     /// The latest checkpoint held for `origin` (also after the log was removed). Unknown origins
@@ -364,7 +420,7 @@ impl Witness {
                 log: None,
                 slot: Arc::new(Slot {
                     latest: Arc::new(Mutex::new(None)),
-                    size: AtomicU64::new(0),
+                    size: Arc::new(AtomicU64::new(0)),
                     queue: Arc::new(Semaphore::new(max)),
                 }),
             })
@@ -407,62 +463,6 @@ impl Witness {
     /// Flushes RocksDB (every write is already synced; this just leaves tidy SST files).
     pub fn flush(&self) -> Result<(), Error> {
         self.store.flush()
-    }
-}
-
-/// The atomic step of add-checkpoint, run on a blocking thread while holding the origin's lock.
-struct Commit {
-    store: Arc<Store>,
-    cosigners: Arc<Vec<Cosigner>>,
-    clock: Arc<dyn Clock>,
-    slot: Arc<Slot>,
-    /// Released only when the step is done, even if the caller went away.
-    permits: (OwnedSemaphorePermit, OwnedSemaphorePermit),
-}
-
-impl Commit {
-    fn run(
-        self,
-        mut held: tokio::sync::OwnedMutexGuard<Option<Latest>>,
-        req: AddCheckpoint,
-        cp: Checkpoint,
-        body: String,
-    ) -> Result<Cosigned, Error> {
-        let (held_size, held_root) = held.as_ref().map_or((0, EMPTY_ROOT), |l| (l.size, l.root));
-        if req.old_size != held_size {
-            return Err(Error::SizeMismatch {
-                old_size: req.old_size,
-                held: held_size,
-            });
-        }
-        check_consistency(held_size, &held_root, &cp, &req.proof)?;
-        let timestamp = self.clock.now();
-        let mut cosignature = String::new();
-        for c in self.cosigners.iter() {
-            let line = c
-                .cosign(&body, timestamp)
-                .map_err(|e| Error::Internal(format!("cosigning failed: {e}")))?;
-            cosignature.push_str(&line.to_line());
-        }
-        let latest = Latest {
-            size: cp.size,
-            root: cp.root,
-            body,
-            note: req.checkpoint,
-            cosignature: cosignature.clone(),
-            timestamp,
-        };
-        self.store.commit_checkpoint(&cp.origin, &latest)?;
-        self.slot.size.store(cp.size, Ordering::SeqCst);
-        *held = Some(latest);
-        drop(self.permits);
-        Ok(Cosigned {
-            origin: cp.origin,
-            size: cp.size,
-            root: cp.root,
-            timestamp,
-            cosignatures: cosignature,
-        })
     }
 }
 
