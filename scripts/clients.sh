@@ -41,36 +41,38 @@ tmp=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  # Each daemon drains and exits on SIGTERM; its directory goes only after it has.
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 
-# Starts a daemon (its stdout through a FIFO kept open) and prints its first stdout line, the
-# `listening ...` line it prints once bound: readiness is observed, never slept for.
+# Starts a daemon (its stdout through a FIFO kept open) and sets `started` to its first stdout
+# line, the `listening ...` line it prints once bound: readiness is observed, never slept for.
+# Called in this shell, not in a `$(...)` subshell, so that its pid reaches `pids` and the daemon
+# is stopped on exit (it once ran in a subshell and every run left a node and a witness behind).
 start() {
   local name=$1
   shift
   mkfifo "$tmp/$name.out"
   "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
   pids+=("$!")
-  local fd line
+  local fd
   exec {fd}<"$tmp/$name.out"
-  if ! read -r -t 60 -u "$fd" line; then
+  if ! read -r -t 60 -u "$fd" started; then
     echo "$name did not start:" >&2
     cat "$tmp/$name.err" >&2
     exit 1
   fi
-  echo "$line"
 }
 
 "$bin/accord-node" init --dir "$tmp/node" --name acme --party alice --listen 127.0.0.1:0 >/dev/null
 "$bin/accord-witness" init --dir "$tmp/witness" --name witness.example/w1 \
   --grpc-listen 127.0.0.1:0 --http-listen 127.0.0.1:0 >/dev/null 2>&1
-node_line=$(start node "$bin/accord-node" serve --config "$tmp/node/accord.toml")
-node_addr=${node_line#listening }
-witness_line=$(start witness "$bin/accord-witness" serve --config "$tmp/witness/witness.toml")
-witness_addr=${witness_line#listening grpc=}
+start node "$bin/accord-node" serve --config "$tmp/node/accord.toml"
+node_addr=${started#listening }
+start witness "$bin/accord-witness" serve --config "$tmp/witness/witness.toml"
+witness_addr=${started#listening grpc=}
 witness_addr=${witness_addr%% *}
 
 failed=0

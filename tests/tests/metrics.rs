@@ -218,6 +218,13 @@ async fn witness_metrics_count_add_checkpoint_and_node_counts_cosignature_failur
     )
     .unwrap();
     assert!(ok >= 1.0, "{ok}");
+    // Every co-signed checkpoint was persisted by a synced write before its answer; writes are
+    // shared, never more than the checkpoints.
+    let writes = value(&w, "accord_witness_checkpoint_writes_total", &[]).unwrap();
+    assert!(
+        (1.0..=ok).contains(&writes),
+        "{writes} writes for {ok} checkpoints"
+    );
     // The node: witnessed up to that size; the dead witness's failures counted, the live one's not.
     let s = eventually(Duration::from_secs(60), || async move {
         let s = scrape(nmetrics)?;

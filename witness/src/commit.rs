@@ -15,6 +15,8 @@
 //! checkpoints of one origin, since the second waits for the first's lock.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use prometheus::IntCounter;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, oneshot};
@@ -50,8 +52,9 @@ struct State {
 pub(crate) struct Committer {
     store: Arc<Store>,
     state: Mutex<State>,
-    /// Synced writes made (fewer than checkpoints when grouped).
-    writes: AtomicU64,
+    /// Synced writes made (fewer than checkpoints when grouped):
+    /// `accord_witness_checkpoint_writes_total`.
+    writes: IntCounter,
 }
 
 fn poisoned() -> Error {
@@ -59,11 +62,11 @@ fn poisoned() -> Error {
 }
 
 impl Committer {
-    pub(crate) fn new(store: Arc<Store>) -> Committer {
+    pub(crate) fn new(store: Arc<Store>, writes: IntCounter) -> Committer {
         Committer {
             store,
             state: Mutex::new(State::default()),
-            writes: AtomicU64::new(0),
+            writes,
         }
     }
 
@@ -107,7 +110,7 @@ impl Committer {
                 .write_checkpoints(&items)
                 .map_err(|e| e.to_string());
             drop(items);
-            self.writes.fetch_add(1, Ordering::Relaxed);
+            self.writes.inc();
             for Queued { pending, answer } in round {
                 let Pending {
                     latest,
@@ -135,7 +138,7 @@ impl Committer {
     /// Synced checkpoint writes made so far.
     #[cfg(test)]
     pub(crate) fn writes(&self) -> u64 {
-        self.writes.load(Ordering::Relaxed)
+        self.writes.get()
     }
 }
 
@@ -185,7 +188,8 @@ mod tests {
     fn committer() -> (tempfile::TempDir, Arc<Committer>) {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path()).unwrap());
-        (dir, Arc::new(Committer::new(store)))
+        let writes = IntCounter::new("writes", "synced writes").unwrap();
+        (dir, Arc::new(Committer::new(store, writes)))
     }
 
     /// Plays a writer whose write is under way, so that commits queue.

@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 
-use prometheus::{Encoder, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
+use prometheus::{
+    Encoder, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -19,6 +21,7 @@ use crate::witness::Witness;
 pub struct Metrics {
     registry: Registry,
     add_checkpoint: IntCounterVec,
+    checkpoint_writes: IntCounter,
     logs: IntGauge,
     held_size: IntGaugeVec,
 }
@@ -46,6 +49,12 @@ impl Metrics {
             ),
             &["status"],
         ));
+        let checkpoint_writes = must(IntCounter::new(
+            "accord_witness_checkpoint_writes_total",
+            "Synced writes of co-signed checkpoints; checkpoints of different logs that arrive \
+             together share one, so the 200s of add_checkpoint_total divided by this is the \
+             checkpoints per fsync.",
+        ));
         let logs = must(IntGauge::new(
             "accord_witness_logs",
             "Logs the witness is configured to co-sign.",
@@ -58,11 +67,13 @@ impl Metrics {
             &["origin"],
         ));
         must(registry.register(Box::new(add_checkpoint.clone())));
+        must(registry.register(Box::new(checkpoint_writes.clone())));
         must(registry.register(Box::new(logs.clone())));
         must(registry.register(Box::new(held_size.clone())));
         Metrics {
             registry,
             add_checkpoint,
+            checkpoint_writes,
             logs,
             held_size,
         }
@@ -71,6 +82,11 @@ impl Metrics {
     /// The registry.
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The counter of synced checkpoint writes, for the committer to count.
+    pub(crate) fn checkpoint_writes(&self) -> IntCounter {
+        self.checkpoint_writes.clone()
     }
 
     /// Counts one add-checkpoint outcome.

@@ -199,17 +199,18 @@ impl Witness {
             .map(|o| (origin_hash(o), o.clone()))
             .collect();
         let store = Arc::new(store);
+        let metrics = crate::metrics::Metrics::new();
         Ok(Witness {
             cosigners: Arc::new(opts.cosigners),
             by_hash: RwLock::new(by_hash),
-            committer: Arc::new(Committer::new(store.clone())),
+            committer: Arc::new(Committer::new(store.clone(), metrics.checkpoint_writes())),
             store,
             clock: opts.clock,
             global: Arc::new(Semaphore::new(opts.limits.max_in_flight)),
             limits: opts.limits,
             entries: RwLock::new(entries),
             admin: Mutex::new(()),
-            metrics: crate::metrics::Metrics::new(),
+            metrics,
         })
     }
 
