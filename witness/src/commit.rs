@@ -15,10 +15,9 @@
 //! checkpoints of one origin, since the second waits for the first's lock.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use prometheus::IntCounter;
-use std::sync::{Arc, Mutex};
-
 use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, oneshot};
 
 use crate::error::Error;
@@ -57,10 +56,6 @@ pub(crate) struct Committer {
     writes: IntCounter,
 }
 
-fn poisoned() -> Error {
-    Error::Internal("witness commit queue lock poisoned".to_owned())
-}
-
 impl Committer {
     pub(crate) fn new(store: Arc<Store>, writes: IntCounter) -> Committer {
         Committer {
@@ -70,47 +65,83 @@ impl Committer {
         }
     }
 
+    /// The queue. Every section under this lock only pushes, takes or sets a flag, so a panic
+    /// elsewhere cannot leave it half-changed: a poisoned lock is used as it is.
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Queues `pending` for the next synced write and waits for it. Must run inside a Tokio
     /// runtime (it may start the blocking writer).
     pub(crate) async fn commit(self: &Arc<Self>, pending: Pending) -> Result<(), Error> {
         let (answer, written) = oneshot::channel();
         let start = {
-            let mut st = self.state.lock().map_err(|_| poisoned())?;
+            let mut st = self.state();
             st.queue.push(Queued { pending, answer });
             !std::mem::replace(&mut st.writing, true)
         };
         if start {
-            let this = self.clone();
+            let writer = Writer {
+                committer: self.clone(),
+                finished: false,
+            };
             // The handle is not awaited: the writer answers through each request's channel.
-            drop(tokio::task::spawn_blocking(move || this.drain()));
+            drop(tokio::task::spawn_blocking(move || writer.drain()));
         }
         written
             .await
             .map_err(|_| Error::Internal("the witness stopped before the write".to_owned()))?
     }
 
+    /// Synced checkpoint writes made so far.
+    #[cfg(test)]
+    pub(crate) fn writes(&self) -> u64 {
+        self.writes.get()
+    }
+}
+
+/// The blocking task that drains the queue (one per busy period).
+struct Writer {
+    committer: Arc<Committer>,
+    /// Set when it stopped on an empty queue, handing `writing` back.
+    finished: bool,
+}
+
+impl Drop for Writer {
+    /// A writer that ends any other way — a panic, or a runtime shutting down before the task
+    /// ran — drops what is queued (each waiting request is answered with an error, its origin's
+    /// lock released with the held checkpoint unchanged) and lets the next request start a
+    /// writer, so nobody waits for a write that will not come.
+    fn drop(&mut self) {
+        if !self.finished {
+            let mut st = self.committer.state();
+            st.queue.clear();
+            st.writing = false;
+        }
+    }
+}
+
+impl Writer {
     /// Writes the queue until it is empty, one synced write per round.
-    fn drain(&self) {
+    fn drain(mut self) {
+        let c = self.committer.clone();
         loop {
-            let round = match self.state.lock() {
-                Ok(mut st) if st.queue.is_empty() => {
+            let round = {
+                let mut st = c.state();
+                if st.queue.is_empty() {
                     st.writing = false;
+                    self.finished = true;
                     return;
                 }
-                Ok(mut st) => std::mem::take(&mut st.queue),
-                // Dropping the queue answers every waiting request with an error.
-                Err(_) => return,
+                std::mem::take(&mut st.queue)
             };
             let items: Vec<(&str, Vec<u8>)> = round
                 .iter()
                 .map(|q| (q.pending.origin.as_str(), q.pending.latest.encode()))
                 .collect();
-            let written = self
-                .store
-                .write_checkpoints(&items)
-                .map_err(|e| e.to_string());
+            let written = c.store.write_checkpoints(&items).map_err(|e| e.to_string());
             drop(items);
-            self.writes.inc();
+            c.writes.inc();
             for Queued { pending, answer } in round {
                 let Pending {
                     latest,
@@ -133,12 +164,6 @@ impl Committer {
                 let _ = answer.send(result);
             }
         }
-    }
-
-    /// Synced checkpoint writes made so far.
-    #[cfg(test)]
-    pub(crate) fn writes(&self) -> u64 {
-        self.writes.get()
     }
 }
 
@@ -194,12 +219,23 @@ mod tests {
 
     /// Plays a writer whose write is under way, so that commits queue.
     fn hold_writer(c: &Committer) {
-        c.state.lock().unwrap().writing = true;
+        c.state().writing = true;
+    }
+
+    /// Runs the writer that [`hold_writer`] stood in for.
+    async fn drain(c: &Arc<Committer>) {
+        let writer = Writer {
+            committer: c.clone(),
+            finished: false,
+        };
+        tokio::task::spawn_blocking(move || writer.drain())
+            .await
+            .unwrap();
     }
 
     async fn wait_queued(c: &Committer, n: usize) {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while c.state.lock().unwrap().queue.len() < n {
+        while c.state().queue.len() < n {
             assert!(Instant::now() < deadline, "commits never queued");
             tokio::task::yield_now().await;
         }
@@ -258,17 +294,14 @@ mod tests {
             tasks.push(tokio::spawn(async move { c.commit(p).await }));
         }
         wait_queued(&c, 3).await;
-        let drainer = c.clone();
-        tokio::task::spawn_blocking(move || drainer.drain())
-            .await
-            .unwrap();
+        drain(&c).await;
         for t in tasks {
             t.await.unwrap().unwrap();
         }
         assert_eq!(c.writes(), 1, "three origins, one synced write");
         assert_eq!(c.store.load_checkpoints().unwrap().len(), 3);
         assert!(
-            !c.state.lock().unwrap().writing,
+            !c.state().writing,
             "the writer stops when the queue is empty"
         );
     }
@@ -292,15 +325,49 @@ mod tests {
             o.held.try_lock().is_err(),
             "the queued checkpoint keeps its origin's lock"
         );
-        let drainer = c.clone();
-        tokio::task::spawn_blocking(move || drainer.drain())
-            .await
-            .unwrap();
+        drain(&c).await;
         assert_eq!(*o.held.try_lock().unwrap(), Some(latest(7)));
         assert_eq!(o.size.load(Ordering::SeqCst), 7);
         assert_eq!(
             c.store.load_checkpoints().unwrap(),
             vec![("gone".to_owned(), latest(7))]
         );
+    }
+
+    /// A writer that ends without emptying the queue (here: dropped before it ran, as when the
+    /// runtime shuts down): the queued request is answered with an error, its origin's lock is
+    /// released with nothing held, and the next request starts a writer of its own.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_writer_that_never_ran_fails_its_queue_and_the_next_request_writes() {
+        let (_dir, c) = committer();
+        hold_writer(&c);
+        let o = origin("o");
+        let p = pending(&o, 1).await;
+        let task = {
+            let c = c.clone();
+            tokio::spawn(async move { c.commit(p).await })
+        };
+        wait_queued(&c, 1).await;
+        drop(Writer {
+            committer: c.clone(),
+            finished: false,
+        });
+        let answer = tokio::time::timeout(Duration::from_secs(30), task)
+            .await
+            .expect("the queued request was never answered")
+            .unwrap();
+        assert!(
+            matches!(answer, Err(Error::Internal(ref m)) if m.contains("stopped before the write")),
+            "{answer:?}"
+        );
+        assert_eq!(*o.held.try_lock().unwrap(), None);
+        assert!(c.store.load_checkpoints().unwrap().is_empty());
+        let p = pending(&o, 1).await;
+        tokio::time::timeout(Duration::from_secs(30), c.commit(p))
+            .await
+            .expect("the next request found the writer still marked busy")
+            .unwrap();
+        assert_eq!(*o.held.try_lock().unwrap(), Some(latest(1)));
+        assert_eq!(c.writes(), 1);
     }
 }

@@ -11,7 +11,8 @@
 //! - [`request`]: the add-checkpoint request and its HTTP text form.
 //! - [`config`], [`init`]: the config file and the `init` command.
 //! - [`server`]: [`run`] and [`Listeners`]; [`http`] and [`grpc`] are the two transports.
-//! - [`store`]: the RocksDB state, written in groups by the `commit` queue; [`tls`]: TLS material and acceptors; [`clock`]: time.
+//! - [`store`]: the RocksDB state, written in groups by the `commit` queue; [`tls`]: TLS material
+//!   and acceptors; [`clock`]: time.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
